@@ -1,0 +1,39 @@
+/**
+ * svc-webhooks: the framework-neutral core. Verification, the idempotency stores and the
+ * answers table; adapters under `svc-webhooks/<framework>` only translate to and from it.
+ */
+export { ERROR_STATUS, WebhookVerificationError, isWebhookVerificationError, type WebhookErrorCode } from './errors.js'
+export type {
+  MessageReceivedEvent,
+  UnknownWebhookEvent,
+  WebhookEvent,
+  WebhookEventMap,
+  WebhookEventType,
+} from './events.js'
+export {
+  HEADER_EVENT,
+  HEADER_ID,
+  HEADER_SIGNATURE_V1,
+  HEADER_SIGNATURE_V2,
+  HEADER_TIMESTAMP,
+  type WebhookHeaders,
+  type WebhookInput,
+} from './input.js'
+export { DEFAULT_MAX_BODY_BYTES, DEFAULT_TOLERANCE_SECONDS, type VerifyOptions } from './options.js'
+export {
+  createWebhookReceiver,
+  errorResponse,
+  type WebhookAnswerCode,
+  type WebhookHandler,
+  type WebhookHandlers,
+  type WebhookOutcome,
+  type WebhookReceiver,
+  type WebhookReceiverOptions,
+  type WebhookRequest,
+  type WebhookResponse,
+  type WebhookResult,
+} from './receiver.js'
+export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js'
+export type { ClaimResult, IdempotencyStore } from './stores/store.js'
+export { verifySignature, verifyWebhook, type VerifiedDelivery, type VerifiedSignature } from './verify.js'
+export { checkContentLength, readRequestBody, readStreamBody } from './read-body.js'

@@ -1,0 +1,107 @@
+/**
+ * Verification options: the one exported options type, its defaults, and the check that turns
+ * invalid options into a startup error instead of a silent pass (STYLE.md "Options").
+ */
+import { importSecret, type SecretKey } from '#crypto'
+
+/** Options shared by `verifyWebhook`, `createWebhookReceiver` and every adapter. */
+export interface VerifyOptions {
+  /**
+   * The endpoint's signing secret (`svc_whsec_...`) exactly as the service returned it, or several
+   * during a rotation: the service stops the old secret at once (spec §4.1), so keep the old and
+   * the new one here while your own deploy rolls out.
+   */
+  secret: string | readonly string[]
+  /**
+   * How far the signed timestamp may be from now, in seconds, in either direction.
+   * Must be a positive number: 0 does not mean "skip".
+   * @default 300
+   */
+  toleranceSeconds?: number
+  /**
+   * Accept deliveries that carry only the legacy v1 signature. v1 does not cover the delivery id,
+   * so a v1-verified delivery is never deduplicated by it.
+   * @default false
+   */
+  allowV1?: boolean
+  /**
+   * Largest body accepted, in bytes; larger ones are refused with 413 before being buffered.
+   * @default 1048576 (1 MiB)
+   */
+  maxBodyBytes?: number
+  /**
+   * The clock, in milliseconds since the epoch. Inject a fixed one in tests.
+   * @default Date.now
+   */
+  now?: () => number
+}
+
+/** Options after validation, with each secret imported once. */
+export interface ResolvedVerifyOptions {
+  secrets: readonly string[]
+  keys: readonly SecretKey[]
+  toleranceSeconds: number
+  allowV1: boolean
+  maxBodyBytes: number
+  now: () => number
+  /** True when a secret lacks the `svc_whsec_` prefix: a hint for the signature error. */
+  unprefixedSecret: boolean
+}
+
+export const DEFAULT_TOLERANCE_SECONDS = 300
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+export const SECRET_PREFIX = 'svc_whsec_'
+
+const cache = new WeakMap<object, ResolvedVerifyOptions>()
+
+function fail(message: string): never {
+  throw new TypeError(`svc-webhooks: ${message}`)
+}
+
+/**
+ * Validates options once and caches the result by object identity, so a receiver (or a caller
+ * passing the same options object to `verifyWebhook`) pays for validation and key import once.
+ */
+export function resolveVerifyOptions(options: VerifyOptions): ResolvedVerifyOptions {
+  if (typeof options !== 'object' || options === null) fail('options are required: pass { secret }.')
+  const cached = cache.get(options)
+  if (cached) return cached
+  const {
+    secret,
+    toleranceSeconds = DEFAULT_TOLERANCE_SECONDS,
+    allowV1 = false,
+    maxBodyBytes = DEFAULT_MAX_BODY_BYTES,
+    now = Date.now,
+  } = options
+  const secrets: readonly string[] = typeof secret === 'string' ? [secret] : Array.isArray(secret) ? [...secret] : []
+  if (secrets.length === 0) {
+    fail('`secret` is required: the endpoint\'s signing secret (svc_whsec_...), or an array of them during a rotation. Is the environment variable set?')
+  }
+  for (const s of secrets) {
+    if (typeof s !== 'string' || s.length === 0) {
+      fail('`secret` holds an empty or non-string value. Is the environment variable set?')
+    }
+    if (s.trim() !== s) {
+      fail('`secret` has leading or trailing whitespace (often a newline copied with it); remove it.')
+    }
+  }
+  if (typeof toleranceSeconds !== 'number' || !Number.isFinite(toleranceSeconds) || toleranceSeconds <= 0) {
+    fail('`toleranceSeconds` must be a positive number of seconds (default 300); it cannot switch the timestamp check off.')
+  }
+  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0) {
+    fail('`maxBodyBytes` must be a positive whole number of bytes (default 1048576).')
+  }
+  if (typeof allowV1 !== 'boolean') fail('`allowV1` must be a boolean.')
+  if (typeof now !== 'function') fail('`now` must be a function returning milliseconds since the epoch.')
+  const resolved: ResolvedVerifyOptions = {
+    secrets,
+    keys: secrets.map(importSecret),
+    toleranceSeconds,
+    allowV1,
+    maxBodyBytes,
+    now,
+    unprefixedSecret: secrets.some((s) => !s.startsWith(SECRET_PREFIX)),
+  }
+  cache.set(options, resolved)
+  return resolved
+}

@@ -1,0 +1,106 @@
+/**
+ * `MemoryStore`: the default idempotency store for a receiver in one process. Atomic because
+ * each method runs to completion on the event loop; bounded by `maxEntries` (oldest evicted
+ * first); expiry checked on access, so it holds no timer that keeps a process alive.
+ */
+import type { ClaimResult, IdempotencyStore } from './store.js'
+
+/** Options of {@link MemoryStore}. */
+export interface MemoryStoreOptions {
+  /**
+   * Most ids kept (claims and completions together). When full, the oldest entry is evicted:
+   * a delivery older than that could then run again, so size it above the deliveries you
+   * receive in a retention window.
+   * @default 100000
+   */
+  maxEntries?: number
+  /**
+   * The clock, in milliseconds since the epoch.
+   * @default Date.now
+   */
+  now?: () => number
+}
+
+/** A claim in progress: held by `owner` until `expiresAt`. */
+interface Claim {
+  owner: string
+  expiresAt: number
+}
+
+/**
+ * In-process idempotency store. Use `RedisStore` (`svc-webhooks/redis`) when more than one
+ * process receives deliveries for the same endpoint.
+ *
+ * @example
+ * const receiver = createWebhookReceiver({ secret, store: new MemoryStore({ maxEntries: 500_000 }), on })
+ */
+export class MemoryStore implements IdempotencyStore {
+  readonly maxEntries: number
+  private readonly now: () => number
+  /** Completed ids → expiry in seconds since `epoch` (a small integer: compact in V8 maps). */
+  private readonly completed = new Map<string, number>()
+  private readonly claims = new Map<string, Claim>()
+  private readonly epoch: number
+
+  constructor({ maxEntries = 100_000, now = Date.now }: MemoryStoreOptions = {}) {
+    if (!Number.isSafeInteger(maxEntries) || maxEntries <= 0) {
+      throw new TypeError('svc-webhooks: MemoryStore maxEntries must be a positive whole number.')
+    }
+    this.maxEntries = maxEntries
+    this.now = now
+    this.epoch = Math.floor(now() / 1000)
+  }
+
+  /** Ids currently held (claims and unexpired-or-unswept completions). */
+  get size(): number {
+    return this.completed.size + this.claims.size
+  }
+
+  async claim(key: string, owner: string, leaseMs: number): Promise<ClaimResult> {
+    const now = this.now()
+    const done = this.completed.get(key)
+    if (done !== undefined) {
+      if (this.epoch + done > now / 1000) return 'completed'
+      this.completed.delete(key)
+    }
+    const claim = this.claims.get(key)
+    if (claim !== undefined && claim.expiresAt > now) return 'in_flight'
+    this.claims.delete(key)
+    this.claims.set(key, { owner, expiresAt: now + leaseMs })
+    this.evict(now)
+    return 'claimed'
+  }
+
+  async complete(key: string, owner: string, retentionMs: number): Promise<boolean> {
+    const claim = this.claims.get(key)
+    const owned = claim !== undefined && claim.owner === owner
+    if (owned) this.claims.delete(key)
+    const now = this.now()
+    this.completed.delete(key)
+    this.completed.set(key, Math.ceil((now + retentionMs) / 1000) - this.epoch)
+    this.evict(now)
+    return owned
+  }
+
+  async release(key: string, owner: string): Promise<boolean> {
+    const claim = this.claims.get(key)
+    if (claim === undefined || claim.owner !== owner) return false
+    this.claims.delete(key)
+    return true
+  }
+
+  /** Drops expired entries from the front, then the oldest ones while over `maxEntries`. */
+  private evict(now: number): void {
+    const nowSeconds = now / 1000 - this.epoch
+    for (const [key, expires] of this.completed) {
+      if (expires > nowSeconds) break
+      this.completed.delete(key)
+    }
+    while (this.completed.size + this.claims.size > this.maxEntries) {
+      // Oldest completions go first; a claim is evicted only when no completion is left to make room.
+      const oldestDone = this.completed.keys().next()
+      if (!oldestDone.done) this.completed.delete(oldestDone.value)
+      else this.claims.delete(this.claims.keys().next().value!)
+    }
+  }
+}

@@ -1,0 +1,34 @@
+/**
+ * The idempotency store contract: claim → run → complete, atomically (DESIGN.md "Answers,
+ * idempotency"). A claim has a lease so a crashed process does not block an id forever; a
+ * completion is kept for the retention window; only the owner of a claim may release it.
+ */
+
+/** What a claim found. */
+export type ClaimResult =
+  /** The caller now owns the id until `leaseMs` passes or it completes or releases it. */
+  | 'claimed'
+  /** Another request holds an unexpired claim on the id: answer 429 and let the sender retry. */
+  | 'in_flight'
+  /** The id was processed within the retention window: answer 2xx, do not run the handler. */
+  | 'completed'
+
+/**
+ * Where processed delivery ids are kept. Every method may reject when the backing service is
+ * unreachable; the receiver then answers 503 and does not run the handler.
+ *
+ * @example
+ * const store: IdempotencyStore = new MemoryStore()
+ * if ((await store.claim('ep:123', owner, 60_000)) === 'claimed') { ... }
+ */
+export interface IdempotencyStore {
+  /** Atomically claims `key` for `owner` unless it is claimed (and the lease is live) or completed. */
+  claim(key: string, owner: string, leaseMs: number): Promise<ClaimResult>
+  /**
+   * Marks `key` processed for `retentionMs`. Resolves false when `owner` no longer held the claim
+   * (its lease expired and another request claimed it); the completion is recorded either way.
+   */
+  complete(key: string, owner: string, retentionMs: number): Promise<boolean>
+  /** Drops the claim if `owner` still holds it, so a retry can run the handler. */
+  release(key: string, owner: string): Promise<boolean>
+}

@@ -1,0 +1,37 @@
+import { existsSync, readdirSync } from 'node:fs'
+import { defineConfig } from 'tsup'
+
+// One entry per public subpath (package.json "exports"): the core, the test kit, each adapter in
+// adapters/, the stores that need a client, and the CLI. `#crypto` stays an import so package.json
+// "imports" picks node:crypto or WebCrypto by export condition, never by sniffing at run time.
+const adapters = Object.fromEntries(
+  readdirSync('adapters')
+    .filter((file) => file.endsWith('.ts'))
+    .map((file) => [file.slice(0, -3), `adapters/${file}`]),
+)
+const optional = Object.fromEntries(
+  Object.entries({
+    redis: 'src/stores/redis.ts',
+    postgres: 'src/stores/postgres.ts',
+    cli: 'src/cli/index.ts',
+  }).filter(([, file]) => existsSync(file)),
+)
+
+export default defineConfig({
+  entry: {
+    index: 'src/index.ts',
+    testing: 'src/testing.ts',
+    'crypto/node': 'src/crypto/node.ts',
+    'crypto/web': 'src/crypto/web.ts',
+    ...adapters,
+    ...optional,
+  },
+  format: ['esm', 'cjs'],
+  dts: true,
+  splitting: true,
+  sourcemap: false,
+  clean: true,
+  target: 'es2022',
+  platform: 'neutral',
+  external: ['#crypto', /^node:/, /^svc-webhooks/],
+})
