@@ -30,7 +30,7 @@ export default defineConfig({
   dts: true,
   splitting: true,
   sourcemap: false,
-  clean: true,
+  clean: false, // several builds may run at once during development; `prepack` starts from an empty dist/
   target: 'es2022',
   platform: 'neutral',
   external: ['#crypto', /^node:/, /^svc-webhooks/],

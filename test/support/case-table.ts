@@ -25,6 +25,10 @@ export const RUNS_PATH = '/runs'
 export interface CaseTarget {
   /** Base URL, e.g. http://127.0.0.1:43123 */
   url: string
+  /** Path of the webhook route. @default CASE_PATH */
+  path?: string
+  /** Path of the runs record. @default RUNS_PATH */
+  runsPath?: string
   close?: () => Promise<void>
 }
 
@@ -35,7 +39,7 @@ interface Answer {
 }
 
 async function post(url: string, body: string | Uint8Array, headers: Record<string, string>): Promise<Answer> {
-  const res = await fetch(url, { method: 'POST', body, headers })
+  const res = await fetch(url, { method: 'POST', body: body as BodyInit, headers })
   const text = await res.text()
   let json: Record<string, unknown> | undefined
   try {
@@ -47,7 +51,7 @@ async function post(url: string, body: string | Uint8Array, headers: Record<stri
 }
 
 async function runsOf(target: CaseTarget, id: string): Promise<number> {
-  const res = await fetch(target.url + RUNS_PATH)
+  const res = await fetch(target.url + (target.runsPath ?? RUNS_PATH))
   const record = (await res.json()) as { runs: Record<string, number> }
   return record.runs[id] ?? 0
 }
@@ -67,7 +71,7 @@ function message(text: string) {
 export function describeCaseTable(name: string, start: () => Promise<CaseTarget>, timeoutMs = 30_000): void {
   describe(`case table: ${name}`, () => {
     let target: CaseTarget
-    const endpoint = () => target.url + CASE_PATH
+    const endpoint = () => target.url + (target.path ?? CASE_PATH)
 
     it('starts', async () => {
       target = await start()
