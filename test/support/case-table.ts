@@ -17,10 +17,9 @@
 import { describe, expect, it } from 'vitest'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
 
-export const CASE_SECRET = 'svc_whsec_Y2FzZS10YWJsZS1zZWNyZXQtZm9yLXRlc3Rz'
-export const CASE_MAX_BODY_BYTES = 64 * 1024
-export const CASE_PATH = '/webhooks/svc'
-export const RUNS_PATH = '/runs'
+import { CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, RUNS_PATH } from './case-table-constants.js'
+
+export { CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, RUNS_PATH }
 
 export interface CaseTarget {
   /** Base URL, e.g. http://127.0.0.1:43123 */
