@@ -1,0 +1,173 @@
+/**
+ * svc-webhooks/express on real Express 5 and Express 4 servers on 127.0.0.1: the shared case
+ * table, plus what only Express has: a body parser mounted first, express.raw(), verify-only mode.
+ */
+import express from 'express'
+import express4 from 'express4'
+import type { ErrorRequestHandler } from 'express'
+import { afterAll, describe, expect, expectTypeOf, it } from 'vitest'
+import { webhooks } from 'svc-webhooks/express'
+import type { VerifiedDelivery, WebhookErrorCode } from 'svc-webhooks'
+import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
+import { describeCaseTable } from '../support/case-table.js'
+import { CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, createCaseApp, RUNS_PATH } from '../support/case-app.js'
+import { listen, postChunked, type RunningServer } from '../support/servers.js'
+
+const versions = [
+  { name: 'express 5', express },
+  { name: 'express 4', express: express4 },
+]
+
+function caseServer(e: typeof express) {
+  const cases = createCaseApp()
+  const app = e()
+  app.all(CASE_PATH, webhooks(cases.options))
+  app.get(RUNS_PATH, (_req, res) => {
+    res.type('json').send(cases.runsJson())
+  })
+  return listen(app)
+}
+
+/** Records what reaches Express's error handler and answers with its status. */
+function errorRecorder() {
+  const seen: { status?: number; code?: WebhookErrorCode; message: string }[] = []
+  const handler: ErrorRequestHandler = (err, _req, res, _next) => {
+    seen.push({ status: err.status, code: err.code, message: String(err.message) })
+    res.status(err.status ?? 500).json({ handled: true })
+  }
+  return { seen, handler }
+}
+
+for (const { name, express: e } of versions) {
+  describeCaseTable(name, () => caseServer(e))
+
+  describe(`svc-webhooks/express on ${name}`, () => {
+    const servers: RunningServer[] = []
+    afterAll(async () => {
+      await Promise.all(servers.map((s) => s.close()))
+    })
+    const start = async (app: ReturnType<typeof express>) => {
+      const server = await listen(app)
+      servers.push(server)
+      return server.url
+    }
+
+    it('express.json() mounted first -> 500 body_already_parsed sent to next(err) with the fix', async () => {
+      const cases = createCaseApp()
+      const errors = errorRecorder()
+      const app = e()
+      app.use(e.json())
+      app.post(CASE_PATH, webhooks(cases.options))
+      app.use(errors.handler)
+      const url = await start(app)
+      const signed = await signWebhook({ secret: CASE_SECRET, event: sampleEvent('message.received') })
+      const res = await fetch(url + CASE_PATH, { method: 'POST', body: signed.body, headers: signed.headers })
+      expect(res.status).toBe(500)
+      expect(await res.json()).toEqual({ handled: true })
+      expect(errors.seen).toHaveLength(1)
+      expect(errors.seen[0]).toMatchObject({ status: 500, code: 'body_already_parsed' })
+      expect(errors.seen[0]!.message).toMatch(/before express\.json\(\)/)
+      expect(errors.seen[0]!.message).not.toContain(CASE_SECRET)
+      expect(JSON.parse(cases.runsJson()).attempts).toEqual({})
+    })
+
+    it('express.json() mounted first without an error handler -> Express answers 500', async () => {
+      const app = e()
+      app.use(e.json())
+      app.post(CASE_PATH, webhooks(createCaseApp().options))
+      app.set('env', 'test') // finalhandler: no stack printed to stderr
+      const url = await start(app)
+      const signed = await signWebhook({ secret: CASE_SECRET, event: sampleEvent('message.received') })
+      const res = await fetch(url + CASE_PATH, { method: 'POST', body: signed.body, headers: signed.headers })
+      expect(res.status).toBe(500)
+      expect(await res.text()).not.toContain(signed.body)
+    })
+
+    it('a body parser that skipped the request (other content type) leaves the stream readable -> 200', async () => {
+      const cases = createCaseApp()
+      const app = e()
+      app.use(e.urlencoded({ extended: false })) // Express 4 sets req.body = {} even when it skips
+      app.post(CASE_PATH, webhooks(cases.options))
+      const url = await start(app)
+      const signed = await signWebhook({ secret: CASE_SECRET, event: sampleEvent('message.received') })
+      const res = await fetch(url + CASE_PATH, { method: 'POST', body: signed.body, headers: signed.headers })
+      expect(res.status).toBe(200)
+      expect(JSON.parse(cases.runsJson()).runs).toEqual({ [signed.id]: 1 })
+    })
+
+    it('express.raw() left a Buffer: verified from it, handler runs once', async () => {
+      const cases = createCaseApp()
+      const app = e()
+      app.post(CASE_PATH, e.raw({ type: '*/*' }), webhooks(cases.options))
+      const url = await start(app)
+      const event = sampleEvent('message.received')
+      event.message.text = 'héllo \u2603 "raw"'
+      const signed = await signWebhook({ secret: CASE_SECRET, event })
+      const res = await fetch(url + CASE_PATH, { method: 'POST', body: signed.body, headers: signed.headers })
+      expect(res.status).toBe(200)
+      expect(await res.json()).toEqual({ ok: true })
+      expect(JSON.parse(cases.runsJson()).runs).toEqual({ [signed.id]: 1 })
+    })
+
+    it('oversize body streamed without Content-Length -> 413 body_too_large', async () => {
+      const cases = createCaseApp()
+      const app = e()
+      app.post(CASE_PATH, webhooks(cases.options))
+      const url = await start(app)
+      const signed = await signWebhook({ secret: CASE_SECRET, event: sampleEvent('message.received') })
+      const res = await postChunked(url + CASE_PATH, CASE_MAX_BODY_BYTES * 8, { ...signed.headers })
+      expect(res.status).toBe(413)
+      expect(res.json).toEqual({ ok: false, code: 'body_too_large' })
+      expect(JSON.parse(cases.runsJson()).attempts).toEqual({})
+    })
+
+    describe('verify-only mode (no `on`)', () => {
+      let url: string
+      const errors = errorRecorder()
+      const delivered: VerifiedDelivery[] = []
+
+      it('starts', async () => {
+        const app = e()
+        app.post(CASE_PATH, webhooks({ secret: CASE_SECRET, maxBodyBytes: CASE_MAX_BODY_BYTES }), (req, res) => {
+          expectTypeOf(req.webhook).toEqualTypeOf<VerifiedDelivery | undefined>()
+          delivered.push(req.webhook!)
+          res.json({ received: req.webhook!.id })
+        })
+        app.use(errors.handler)
+        url = await start(app)
+      })
+
+      it('a valid delivery sets req.webhook and reaches the next handler', async () => {
+        const event = sampleEvent('message.received')
+        const signed = await signWebhook({ secret: CASE_SECRET, event })
+        const res = await fetch(url + CASE_PATH, { method: 'POST', body: signed.body, headers: signed.headers })
+        expect(res.status).toBe(200)
+        expect(await res.json()).toEqual({ received: signed.id })
+        expect(delivered.at(-1)).toMatchObject({ id: signed.id, signatureVersion: 'v2', event })
+        expect(new TextDecoder().decode(delivered.at(-1)!.rawBody)).toBe(signed.body)
+      })
+
+      it('a bad signature goes to the error handler with err.status 401', async () => {
+        const signed = await signWebhook({ secret: 'svc_whsec_wrong', event: sampleEvent('message.received') })
+        const res = await fetch(url + CASE_PATH, { method: 'POST', body: signed.body, headers: signed.headers })
+        expect(res.status).toBe(401)
+        expect(errors.seen.at(-1)).toMatchObject({ status: 401, code: 'invalid_signature' })
+      })
+
+      it('an oversize chunked body goes to the error handler with err.status 413', async () => {
+        const signed = await signWebhook({ secret: CASE_SECRET, event: sampleEvent('message.received') })
+        const res = await postChunked(url + CASE_PATH, CASE_MAX_BODY_BYTES * 4, { ...signed.headers })
+        expect(res.status).toBe(413)
+        expect(errors.seen.at(-1)).toMatchObject({ status: 413, code: 'body_too_large' })
+      })
+    })
+  })
+}
+
+describe('svc-webhooks/express options', () => {
+  it('invalid options throw when the middleware is created, in both modes', () => {
+    expect(() => webhooks({ secret: '' })).toThrow(TypeError)
+    expect(() => webhooks({ secret: '', on: {} })).toThrow(TypeError)
+    expect(() => webhooks({ secret: CASE_SECRET, toleranceSeconds: 0 })).toThrow(/toleranceSeconds/)
+  })
+})

@@ -1,0 +1,126 @@
+/**
+ * svc-webhooks/hono on a real @hono/node-server on 127.0.0.1: the shared case table, verify-only
+ * mode (`c.var.webhook` typed and set, refusals as HTTPException), a body read before the
+ * middleware, and an oversize body streamed without Content-Length.
+ */
+import { getRequestListener } from '@hono/node-server'
+import { Hono } from 'hono'
+import { HTTPException } from 'hono/http-exception'
+import { afterAll, describe, expect, expectTypeOf, it } from 'vitest'
+import { isWebhookVerificationError, type VerifiedDelivery } from 'svc-webhooks'
+import { webhooks, type WebhookVariables } from 'svc-webhooks/hono'
+import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
+import { describeCaseTable } from '../support/case-table.js'
+import { CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, createCaseApp, RUNS_PATH } from '../support/case-app.js'
+import { listen, postChunked, type RunningServer } from '../support/servers.js'
+
+const serve = (app: Hono<any>) => listen(getRequestListener(app.fetch))
+
+describeCaseTable('hono on @hono/node-server', () => {
+  const cases = createCaseApp()
+  const app = new Hono()
+  app.all(CASE_PATH, webhooks(cases.options))
+  app.get(RUNS_PATH, (c) => c.body(cases.runsJson(), 200, { 'content-type': 'application/json' }))
+  return serve(app)
+})
+
+describe('svc-webhooks/hono', () => {
+  const servers: RunningServer[] = []
+  afterAll(async () => {
+    await Promise.all(servers.map((s) => s.close()))
+  })
+  const start = async (app: Hono<any>) => {
+    const server = await serve(app)
+    servers.push(server)
+    return server.url
+  }
+
+  describe('verify-only mode (no `on`)', () => {
+    let url: string
+    const caught: unknown[] = []
+    const delivered: VerifiedDelivery[] = []
+
+    it('starts', async () => {
+      const app = new Hono<{ Variables: WebhookVariables }>()
+      app.post(CASE_PATH, webhooks({ secret: CASE_SECRET, maxBodyBytes: CASE_MAX_BODY_BYTES }), (c) => {
+        expectTypeOf(c.var.webhook).toEqualTypeOf<VerifiedDelivery>()
+        expectTypeOf(c.get('webhook')).toEqualTypeOf<VerifiedDelivery>()
+        delivered.push(c.var.webhook)
+        return c.json({ received: c.get('webhook').id })
+      })
+      app.onError((err, c) => {
+        caught.push(err)
+        return err instanceof HTTPException ? err.getResponse() : c.json({ handled: true }, 500)
+      })
+      url = await start(app)
+    })
+
+    it('a valid delivery sets c.var.webhook and reaches the handler', async () => {
+      const event = sampleEvent('message.received')
+      const signed = await signWebhook({ secret: CASE_SECRET, event })
+      const res = await fetch(url + CASE_PATH, { method: 'POST', body: signed.body, headers: signed.headers })
+      expect(res.status).toBe(200)
+      expect(await res.json()).toEqual({ received: signed.id })
+      expect(delivered.at(-1)).toMatchObject({ id: signed.id, signatureVersion: 'v2', event })
+    })
+
+    it('a bad signature throws HTTPException 401 whose response is the core answer', async () => {
+      const signed = await signWebhook({ secret: 'svc_whsec_wrong', event: sampleEvent('message.received') })
+      const res = await fetch(url + CASE_PATH, { method: 'POST', body: signed.body, headers: signed.headers })
+      expect(res.status).toBe(401)
+      expect(await res.json()).toEqual({ ok: false, code: 'invalid_signature' })
+      const err = caught.at(-1)
+      expect(err).toBeInstanceOf(HTTPException)
+      expect((err as HTTPException).status).toBe(401)
+      expect(isWebhookVerificationError((err as HTTPException).cause)).toBe(true)
+    })
+
+    it('an oversize chunked body throws HTTPException 413', async () => {
+      const signed = await signWebhook({ secret: CASE_SECRET, event: sampleEvent('message.received') })
+      const res = await postChunked(url + CASE_PATH, CASE_MAX_BODY_BYTES * 8, { ...signed.headers })
+      expect(res.status).toBe(413)
+      expect(res.json).toEqual({ ok: false, code: 'body_too_large' })
+      expect((caught.at(-1) as HTTPException).status).toBe(413)
+    })
+  })
+
+  it('receiver mode: oversize body streamed without Content-Length -> 413 body_too_large', async () => {
+    const cases = createCaseApp()
+    const app = new Hono()
+    app.post(CASE_PATH, webhooks(cases.options))
+    const url = await start(app)
+    const signed = await signWebhook({ secret: CASE_SECRET, event: sampleEvent('message.received') })
+    const res = await postChunked(url + CASE_PATH, CASE_MAX_BODY_BYTES * 16, { ...signed.headers })
+    expect(res.status).toBe(413)
+    expect(res.json).toEqual({ ok: false, code: 'body_too_large' })
+    expect(JSON.parse(cases.runsJson()).attempts).toEqual({})
+  })
+
+  it('a body read before the middleware -> body_already_parsed thrown to app.onError, answered 500', async () => {
+    const cases = createCaseApp()
+    const caught: unknown[] = []
+    const app = new Hono()
+    app.post(CASE_PATH, async (c, next) => {
+      await c.req.raw.clone().text() // a clone is harmless
+      await c.req.raw.text()
+      await next()
+    }, webhooks(cases.options))
+    app.onError((err, c) => {
+      caught.push(err)
+      return c.json({ handled: true }, 500)
+    })
+    const url = await start(app)
+    const signed = await signWebhook({ secret: CASE_SECRET, event: sampleEvent('message.received') })
+    const res = await fetch(url + CASE_PATH, { method: 'POST', body: signed.body, headers: signed.headers })
+    expect(res.status).toBe(500)
+    expect(caught).toHaveLength(1)
+    expect(caught[0]).toMatchObject({ code: 'body_already_parsed', status: 500 })
+    expect((caught[0] as Error).message).toMatch(/webhooks\(\) first/)
+    expect(JSON.parse(cases.runsJson()).attempts).toEqual({})
+  })
+
+  it('invalid options throw when the middleware is created, in both modes', () => {
+    expect(() => webhooks({ secret: '' })).toThrow(TypeError)
+    expect(() => webhooks({ secret: '', on: {} })).toThrow(TypeError)
+  })
+})

@@ -1,0 +1,53 @@
+/**
+ * svc-webhooks/node (`createNodeHandler`) on a real `http.createServer` on 127.0.0.1: the shared
+ * case table, and an oversize body streamed without Content-Length.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { afterAll, describe, expect, expectTypeOf, it } from 'vitest'
+import { createNodeHandler } from 'svc-webhooks/node'
+import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
+import { describeCaseTable } from '../support/case-table.js'
+import { CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, createCaseApp, RUNS_PATH } from '../support/case-app.js'
+import { listen, postChunked, type RunningServer } from '../support/servers.js'
+
+/** The case app: the handler on CASE_PATH, the runs record on RUNS_PATH, 404 elsewhere. */
+function caseListener() {
+  const cases = createCaseApp()
+  const handle = createNodeHandler(cases.options)
+  const listener = (req: IncomingMessage, res: ServerResponse) => {
+    if (req.url === CASE_PATH) return void handle(req, res)
+    if (req.url === RUNS_PATH) return void res.writeHead(200, { 'content-type': 'application/json' }).end(cases.runsJson())
+    res.writeHead(404).end()
+  }
+  return { cases, listener }
+}
+
+describeCaseTable('node:http', () => listen(caseListener().listener))
+
+describe('svc-webhooks/node', () => {
+  let server: RunningServer
+  const { cases, listener } = caseListener()
+  afterAll(async () => {
+    await server?.close()
+  })
+
+  it('has the (req, res) => Promise<void> signature http.createServer takes', () => {
+    expectTypeOf(createNodeHandler).returns.toEqualTypeOf<(req: IncomingMessage, res: ServerResponse) => Promise<void>>()
+  })
+
+  it('oversize body streamed without Content-Length -> 413 body_too_large, server keeps serving', async () => {
+    server = await listen(listener)
+    const signed = await signWebhook({ secret: CASE_SECRET, event: sampleEvent('message.received') })
+    const res = await postChunked(server.url + CASE_PATH, CASE_MAX_BODY_BYTES * 16, { ...signed.headers })
+    expect(res.status).toBe(413)
+    expect(res.json).toEqual({ ok: false, code: 'body_too_large' })
+    expect(JSON.parse(cases.runsJson()).attempts).toEqual({})
+    const ok = await fetch(server.url + CASE_PATH, { method: 'POST', body: signed.body, headers: signed.headers })
+    expect(ok.status).toBe(200)
+    expect(JSON.parse(cases.runsJson()).runs).toEqual({ [signed.id]: 1 })
+  })
+
+  it('invalid options throw when the handler is created', () => {
+    expect(() => createNodeHandler({ secret: '', on: {} })).toThrow(TypeError)
+  })
+})
