@@ -1,7 +1,8 @@
 /**
  * `svc-webhooks/testing`: what a user needs to test their own receiver. Signs deliveries exactly
  * as the service does (spec/service-api.md §6.1-6.2: sorted keys, no whitespace, fresh timestamp,
- * v2 and v1 signatures) and provides sample events.
+ * v2 and v1 signatures), builds them as Fetch `Request`s, fixes the clock, and provides sample
+ * events. Runtime-neutral: no `node:` import, so it runs in Workers and Edge tests too.
  */
 import { hmac, importSecret } from '#crypto'
 import type { MessageReceivedEvent, WebhookEventMap } from './events.js'
@@ -45,7 +46,11 @@ export interface SignedWebhook {
   body: string
   /** The body as bytes: exactly what was signed. */
   rawBody: Uint8Array
-  /** `content-type`, `svc-webhook-id`, `-event`, `-timestamp`, `-signature-v2`, `-signature`. */
+  /**
+   * `content-type`, `svc-webhook-id`, `-event`, `-timestamp`, `-signature-v2`, `-signature`: a
+   * plain object, ready for supertest (`.set(headers).send(body)`) and light-my-request /
+   * Fastify's `inject({ method: 'POST', url, headers, payload: body })`.
+   */
   headers: Record<string, string>
 }
 
@@ -142,4 +147,74 @@ export function sampleEvent<K extends keyof WebhookEventMap>(
   overrides: Partial<WebhookEventMap[K]> = {},
 ): WebhookEventMap[K] {
   return { ...(JSON.parse(JSON.stringify(sampleEvents[type])) as WebhookEventMap[K]), ...overrides }
+}
+
+/** Options of {@link createSignedRequest}: those of {@link signWebhook} plus where to send it. */
+export interface SignedRequestOptions extends SignWebhookOptions {
+  /**
+   * The request URL. Only its path matters to in-process handlers (Hono `app.request`, Next).
+   * @default 'http://127.0.0.1/webhooks/svc'
+   */
+  url?: string | URL
+  /**
+   * Extra headers, set after the signed ones (e.g. to drop or damage one: `{ 'svc-webhook-signature-v2': '' }`).
+   */
+  headers?: Record<string, string>
+}
+
+/**
+ * A signed delivery as a Fetch `Request`, for handlers that take one: Hono's `app.request`, a
+ * Next.js route handler, a Worker's `fetch`, `createFetchHandler`.
+ *
+ * @example
+ * const request = await createSignedRequest({ secret, event: sampleEvent('message.received') })
+ * const response = await app.request(request) // Hono; or: await POST(request) in Next.js
+ * expect(response.status).toBe(200)
+ */
+export async function createSignedRequest(options: SignedRequestOptions): Promise<Request> {
+  const { url = 'http://127.0.0.1/webhooks/svc', headers: extra, ...signOptions } = options
+  const signed = await signWebhook(signOptions)
+  return new Request(url, {
+    method: 'POST',
+    headers: { ...signed.headers, ...extra },
+    body: signed.rawBody as BodyInit,
+  })
+}
+
+/** A clock frozen at a Unix time, in the shape of the `now` option (milliseconds since the epoch). */
+export interface FixedClock {
+  (): number
+  /** Unix seconds the clock shows. */
+  readonly seconds: number
+  /** Moves the clock by `seconds` (negative goes back). */
+  advance(seconds: number): void
+  /** Sets the clock to `unixSeconds`. */
+  set(unixSeconds: number): void
+}
+
+/**
+ * A clock that stays where you put it: pass the same one as `now` to the receiver (or
+ * `verifyWebhook`) and to `signWebhook`, then move it to test the timestamp tolerance.
+ *
+ * @example
+ * const clock = fixedClock(1_767_225_600)
+ * const receiver = createWebhookReceiver({ secret, on, now: clock })
+ * const signed = await signWebhook({ secret, event: sampleEvent('message.received'), now: clock })
+ * clock.advance(301) // the same delivery is now 401 timestamp_too_old
+ */
+export function fixedClock(unixSeconds: number): FixedClock {
+  const check = (value: number): number => {
+    if (!Number.isFinite(value)) throw new TypeError('svc-webhooks: fixedClock takes Unix time in seconds.')
+    return value
+  }
+  let seconds = check(unixSeconds)
+  const clock = (() => seconds * 1000) as FixedClock
+  Object.defineProperty(clock, 'seconds', { get: () => seconds, enumerable: true })
+  clock.advance = (delta) => {
+    seconds = check(seconds + delta)
+  }
+  clock.set = (value) => {
+    seconds = check(value)
+  }
+  return clock
 }

@@ -1,0 +1,168 @@
+/**
+ * Receivers for the CLI tests, real node:http servers on 127.0.0.1: a correct one built on the
+ * installed package, and deliberately broken ones, each with the bug a real integration has
+ * (the doctor must catch every one). Each exposes GET /runs -> {"runs": {"<id>": finished runs}}.
+ * Also `runCli`: the built bin as a child process, as users run it.
+ */
+import { execFile } from 'node:child_process'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { resolve } from 'node:path'
+import { createWebhookReceiver, MemoryStore, verifyWebhook, type WebhookHandlers } from 'svc-webhooks'
+
+export const SECRET = 'svc_whsec_Y2xpLXRlc3RzLXNlY3JldC1kby1ub3QtdXNl'
+
+export type ReceiverKind =
+  | 'correct'
+  /** Dedupes, but answers 409 to a duplicate: permanent to the sender. */
+  | 'conflict-on-duplicate'
+  /** Verifies JSON.stringify(JSON.parse(body)) instead of the raw bytes. */
+  | 'reserializes-body'
+  /** Checks the signature but trusts any timestamp. */
+  | 'ignores-timestamp'
+  /** No verification at all. */
+  | 'accepts-anything'
+  /** Verifies, answers 200, and runs the handler afterwards (when the next delivery arrives). */
+  | 'answers-before-processing'
+  /** Verifies, but runs the handler on every copy of a delivery (no dedupe). */
+  | 'runs-duplicates'
+  /** Verifies, but answers 400 to an event type it has no handler for. */
+  | 'rejects-unknown-events'
+
+export interface Receiver {
+  url: string
+  runsUrl: string
+  close: () => Promise<void>
+}
+
+async function readBody(req: IncomingMessage): Promise<Uint8Array> {
+  const chunks: Buffer[] = []
+  for await (const chunk of req) chunks.push(chunk as Buffer)
+  return new Uint8Array(Buffer.concat(chunks))
+}
+
+function send(res: ServerResponse, status: number, body: object): void {
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body))
+}
+
+/**
+ * Starts one receiver on 127.0.0.1 (a free port); its webhook route is /webhooks/svc.
+ *
+ * @example
+ * const receiver = await startReceiver('conflict-on-duplicate')
+ * await runCli(['doctor', receiver.url, '--runs-url', receiver.runsUrl])
+ */
+export async function startReceiver(kind: ReceiverKind): Promise<Receiver> {
+  const runs: Record<string, number> = {}
+  const pending: string[] = []
+  const record = (id: string) => {
+    runs[id] = (runs[id] ?? 0) + 1
+  }
+  const on: WebhookHandlers = { 'message.received': (_event, delivery) => record(delivery.id) }
+  const store = new MemoryStore()
+  const receiver = createWebhookReceiver({ secret: SECRET, on, store })
+  const seen = new Set<string>()
+
+  async function webhook(req: IncomingMessage, res: ServerResponse, body: Uint8Array): Promise<void> {
+    const headers = req.headers
+    for (const id of pending.splice(0)) record(id)
+    switch (kind) {
+      case 'correct': {
+        const answer = await receiver.handle({ method: req.method, body, headers })
+        res.writeHead(answer.status, answer.headers).end(answer.body)
+        return
+      }
+      case 'reserializes-body': {
+        let text: string
+        try {
+          text = JSON.stringify(JSON.parse(new TextDecoder().decode(body)))
+        } catch {
+          return send(res, 400, { ok: false })
+        }
+        const answer = await receiver.handle({ method: req.method, body: text, headers })
+        res.writeHead(answer.status, answer.headers).end(answer.body)
+        return
+      }
+      case 'ignores-timestamp': {
+        // The bug: "now" is whatever the request says it is.
+        const signedAt = Number(headers['svc-webhook-timestamp']) * 1000
+        const lax = createWebhookReceiver({ secret: SECRET, on, store, now: () => signedAt })
+        const answer = await lax.handle({ method: req.method, body, headers })
+        res.writeHead(answer.status, answer.headers).end(answer.body)
+        return
+      }
+      case 'accepts-anything': {
+        record(String(headers['svc-webhook-id']))
+        return send(res, 200, { ok: true })
+      }
+      default:
+    }
+    let delivery
+    try {
+      delivery = await verifyWebhook({ body, headers }, { secret: SECRET })
+    } catch (error) {
+      return send(res, (error as { status?: number }).status ?? 500, { ok: false })
+    }
+    if (delivery.event.event !== 'message.received') return send(res, kind === 'rejects-unknown-events' ? 400 : 200, { ok: kind !== 'rejects-unknown-events' })
+    if (kind === 'runs-duplicates') {
+      await new Promise((done) => setTimeout(done, 20)) // some work, so concurrent copies overlap
+      record(delivery.id)
+      return send(res, 200, { ok: true })
+    }
+    if (seen.has(delivery.id)) return send(res, kind === 'conflict-on-duplicate' ? 409 : 200, { ok: kind !== 'conflict-on-duplicate', duplicate: true })
+    seen.add(delivery.id)
+    if (kind === 'answers-before-processing') {
+      // The bug: queue the work and answer at once. The work runs when the next delivery comes
+      // in (not on a timer, so the test does not race the clock).
+      pending.push(delivery.id)
+      return send(res, 200, { ok: true })
+    }
+    record(delivery.id)
+    send(res, 200, { ok: true })
+  }
+
+  const server = createServer((req, res) => {
+    if (req.method === 'GET' && req.url === '/runs') return send(res, 200, { runs })
+    if (req.url !== '/webhooks/svc') return send(res, 404, { ok: false })
+    readBody(req)
+      .then((body) => webhook(req, res, body))
+      .catch(() => send(res, 500, { ok: false }))
+  })
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done))
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  return {
+    url: `${base}/webhooks/svc`,
+    runsUrl: `${base}/runs`,
+    close: async () => {
+      server.closeAllConnections()
+      await new Promise<void>((done) => server.close(() => done()))
+    },
+  }
+}
+
+export const CLI = resolve(import.meta.dirname, '../../dist/cli.js')
+
+export interface CliResult {
+  code: number
+  stdout: string
+  stderr: string
+}
+
+/**
+ * Runs `node dist/cli.js ...args` as a child process (asynchronously, so receivers in this
+ * process keep serving). The secret comes from SVC_WEBHOOK_SECRET unless `env` says otherwise.
+ *
+ * @example
+ * const { code, stdout } = await runCli(['send', receiver.url])
+ */
+export function runCli(args: string[], options: { env?: Record<string, string | undefined>; input?: string | Uint8Array } = {}): Promise<CliResult> {
+  const env: Record<string, string | undefined> = { PATH: process.env.PATH, SVC_WEBHOOK_SECRET: SECRET, ...options.env }
+  return new Promise((done) => {
+    const child = execFile(process.execPath, [CLI, ...args], { env, timeout: 60_000, encoding: 'utf8' }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0
+      done({ code, stdout, stderr })
+    })
+    if (options.input !== undefined) child.stdin!.end(options.input)
+    else child.stdin!.end()
+  })
+}
