@@ -1,0 +1,122 @@
+/**
+ * What users install: the built package imported by name as ESM and required as CJS, `#crypto`
+ * resolving to the node:crypto build under Node in both, `svc-webhooks/testing` from both, and
+ * WebhookEventMap augmentation through the built .d.ts re-exports (ESM and CJS types).
+ */
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import * as esm from 'svc-webhooks'
+import * as esmTesting from 'svc-webhooks/testing'
+
+const root = resolve(import.meta.dirname, '../..')
+const require = createRequire(import.meta.url)
+const dist = (file: string) => join(root, 'dist', file)
+const SECRET = 'svc_whsec_PackageTestSecret'
+
+describe('CommonJS', () => {
+  const cjs = require('svc-webhooks') as typeof esm
+  const cjsTesting = require('svc-webhooks/testing') as typeof esmTesting
+
+  it('require resolves the .cjs builds', () => {
+    expect(require.resolve('svc-webhooks')).toBe(dist('index.cjs'))
+    expect(require.resolve('svc-webhooks/testing')).toBe(dist('testing.cjs'))
+  })
+
+  it('#crypto resolves to, and loaded, the node:crypto build; the WebCrypto one is never loaded', () => {
+    expect(createRequire(dist('index.cjs')).resolve('#crypto')).toBe(dist('crypto/node.cjs'))
+    const loaded = Object.keys(require.cache)
+    expect(loaded).toContain(dist('crypto/node.cjs'))
+    expect(loaded).not.toContain(dist('crypto/web.cjs'))
+  })
+
+  it('exports the same names as the ESM build', () => {
+    expect(Object.keys(cjs).sort()).toEqual(Object.keys(esm).sort())
+    expect(Object.keys(cjsTesting).sort()).toEqual(Object.keys(esmTesting).sort())
+    expect(Object.keys(esm)).toEqual(expect.arrayContaining(['verifyWebhook', 'verifySignature', 'createWebhookReceiver', 'MemoryStore', 'WebhookVerificationError', 'isWebhookVerificationError']))
+    expect(Object.keys(esmTesting)).toEqual(expect.arrayContaining(['signWebhook', 'sampleEvent', 'serializeEvent']))
+  })
+
+  it('a delivery signed by one build verifies in the other', async () => {
+    const event = cjsTesting.sampleEvent('message.received')
+    const fromCjs = await cjsTesting.signWebhook({ secret: SECRET, event })
+    const fromEsm = await esmTesting.signWebhook({ secret: SECRET, event, id: fromCjs.id, timestamp: fromCjs.timestamp })
+    expect(fromEsm.headers).toEqual(fromCjs.headers)
+    const a = await esm.verifyWebhook({ body: fromCjs.rawBody, headers: fromCjs.headers }, { secret: SECRET })
+    const b = await cjs.verifyWebhook({ body: fromEsm.body, headers: fromEsm.headers }, { secret: SECRET })
+    expect(a.event).toEqual(event)
+    expect(b.event).toEqual(event)
+    const receiver = cjs.createWebhookReceiver({ secret: SECRET, store: new cjs.MemoryStore(), on: { 'message.received': () => {} } })
+    expect((await receiver.handle({ method: 'POST', body: fromEsm.rawBody, headers: fromEsm.headers })).status).toBe(200)
+  })
+})
+
+describe('ES modules under plain Node (no bundler between)', () => {
+  it('import by name resolves dist/*.js, #crypto to dist/crypto/node.js, and verifies', () => {
+    // A resolve hook records what Node itself resolves while the child imports the package.
+    const hook = `export async function resolve(s, c, next) { const r = await next(s, c); if (r.url.includes('/dist/')) console.log('resolved ' + s + ' ' + r.url); return r }`
+    const script = `
+      import { register } from 'node:module'
+      register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hook)}))
+      const { verifyWebhook } = await import('svc-webhooks')
+      const { signWebhook, sampleEvent } = await import('svc-webhooks/testing')
+      const signed = await signWebhook({ secret: '${SECRET}', event: sampleEvent('message.received') })
+      const delivery = await verifyWebhook({ body: signed.rawBody, headers: signed.headers }, { secret: '${SECRET}' })
+      console.log('verified ' + delivery.signatureVersion + ' ' + delivery.event.event)`
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8', timeout: 20_000 })
+    const url = (file: string) => `file://${dist(file)}`
+    expect(out).toContain(`resolved svc-webhooks ${url('index.js')}`)
+    expect(out).toContain(`resolved svc-webhooks/testing ${url('testing.js')}`)
+    expect(out).toContain(`resolved #crypto ${url('crypto/node.js')}`)
+    expect(out).not.toContain('crypto/web.js')
+    expect(out).toContain('verified v2 message.received')
+  })
+})
+
+describe('types as installed', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-webhooks-types-'))
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+  it('WebhookEventMap augmentation works through the built .d.ts re-exports, for ESM and CJS consumers', () => {
+    mkdirSync(join(dir, 'node_modules'))
+    symlinkSync(root, join(dir, 'node_modules', 'svc-webhooks'), 'dir')
+    const consumer = (importLine: string) => `${importLine}
+declare module 'svc-webhooks' {
+  interface WebhookEventMap { 'template.approved': { event: 'template.approved'; template_id: string } }
+}
+createWebhookReceiver({
+  secret: 'svc_whsec_x',
+  on: {
+    'message.received': (event) => { const text: string = event.message.text; void text },
+    'template.approved': (event, delivery) => { const id: string = event.template_id; void id; void delivery.rawBody },
+  },
+})
+// @ts-expect-error still refuses an unknown key
+createWebhookReceiver({ secret: 'svc_whsec_x', on: { 'template.aproved': () => {} } })
+// @ts-expect-error the augmented payload is typed, not any
+createWebhookReceiver({ secret: 'svc_whsec_x', on: { 'template.approved': (event) => { const n: number = event.template_id; void n } } })
+export {}
+`
+    writeFileSync(join(dir, 'esm.mts'), consumer(`import { createWebhookReceiver } from 'svc-webhooks'`))
+    // In a .cts file the same import compiles to require() and resolves the "require" types (.d.cts).
+    writeFileSync(join(dir, 'cjs.cts'), consumer(`import { createWebhookReceiver } from 'svc-webhooks'`))
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: { strict: true, module: 'node16', moduleResolution: 'node16', noEmit: true, skipLibCheck: true, types: [], lib: ['ES2023', 'DOM'] },
+        files: ['esm.mts', 'cjs.cts'],
+      }),
+    )
+    const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc')
+    let output = ''
+    try {
+      output = execFileSync(process.execPath, [tsc, '-p', dir], { encoding: 'utf8', timeout: 60_000 })
+    } catch (error) {
+      output = String((error as { stdout?: string }).stdout ?? error)
+    }
+    expect(output).toBe('')
+  })
+})
