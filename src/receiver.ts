@@ -45,7 +45,10 @@ export interface WebhookResult {
   /** The event type from the signed body, once verified. */
   eventType?: string
   signatureVersion?: 'v2' | 'v1'
-  /** The handler's or the store's error, or the verification error. */
+  /**
+   * The handler's or the store's error, or the verification error. With outcome `processed`: the
+   * completion could not be recorded, or the handler outlasted `leaseMs` (another request may have run it too).
+   */
   error?: unknown
   durationMs: number
 }
@@ -227,9 +230,13 @@ export function createWebhookReceiver(options: WebhookReceiverOptions): WebhookR
     const response = await runHandler(handler, delivery, result)
     if (result.outcome === 'processed') {
       // The handler's work is done: answer 2xx even if recording it fails, and report the failure.
-      await store.complete(key, owner, retentionMs).catch((error: unknown) => {
+      const owned = await store.complete(key, owner, retentionMs).catch((error: unknown) => {
         result.error = error
       })
+      if (owned === false) {
+        // The lease ran out while the handler ran, so another request may have run it too (issue 4).
+        result.error = new Error('svc-webhooks: the handler outlasted `leaseMs`; another request may also have run it. Raise `leaseMs` or make the handler idempotent.')
+      }
     } else {
       // If this fails too, the lease expires and the retry runs the handler then.
       await store.release(key, owner).catch(() => undefined)

@@ -74,7 +74,8 @@ export class MemoryStore implements IdempotencyStore {
   async complete(key: string, owner: string, retentionMs: number): Promise<boolean> {
     const claim = this.claims.get(key)
     const owned = claim !== undefined && claim.owner === owner
-    if (owned) this.claims.delete(key)
+    // A completion ends every claim on the id, also one taken over after this owner's lease expired.
+    if (claim !== undefined) this.claims.delete(key)
     const now = this.now()
     this.completed.delete(key)
     this.completed.set(key, Math.ceil((now + retentionMs) / 1000) - this.epoch)

@@ -1,0 +1,127 @@
+// The fault-injecting soak (issue 4), shared by test/soak.test.ts and `npm run soak`: one real
+// redis-server (append-only file, fsync always), N receiver processes sharing it, the sender
+// simulator sending to them at random, handlers failing ~10 % of the time, and Redis killed
+// mid-run and started again `downMs` later (longer than the store's 2 s timeout, so receivers
+// answer 503 meanwhile). The verdict comes from the handlers' own records: every delivery
+// processed successfully exactly once, none lost, none twice, no permanent 4xx to a valid one.
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { startRedisServer } from './redis-server.mjs'
+import { simulateSender } from './sender-sim.mjs'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const SECRET = 'svc_whsec_soak'
+
+function startReceiver({ index, client, redisUrl, dir, failRate }) {
+  const recordFile = join(dir, `record-${index}.log`)
+  const child = spawn(process.execPath, [join(here, 'soak-receiver.mjs')], {
+    env: { ...process.env, SOAK_REDIS_URL: redisUrl, SOAK_CLIENT: client, SOAK_RECORD: recordFile, SOAK_SECRET: SECRET, SOAK_FAIL_RATE: String(failRate) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let out = ''
+  let err = ''
+  child.stderr.on('data', (d) => (err += d))
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  const ready = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`receiver ${index} did not start: ${err.slice(-500)}`)), 30_000)
+    child.stdout.on('data', (d) => {
+      out += d
+      const port = /READY (\d+)/.exec(out)?.[1]
+      if (port) {
+        clearTimeout(timer)
+        resolve(`http://127.0.0.1:${port}/`)
+      }
+    })
+    exited.then(() => {
+      clearTimeout(timer)
+      reject(new Error(`receiver ${index} exited: ${err.slice(-500)}`))
+    })
+  })
+  return {
+    recordFile,
+    ready,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM')
+        const forced = setTimeout(() => child.kill('SIGKILL'), 5000)
+        await exited
+        clearTimeout(forced)
+      }
+      const stats = /STATS (.*)/.exec(out)?.[1]
+      return stats ? JSON.parse(stats) : { error: err.slice(-300) }
+    },
+  }
+}
+
+/**
+ * Runs the soak and returns its figures; `figures.lost`, `figures.doubled` and
+ * `figures.permanent` must all be empty for a pass.
+ *
+ * @example
+ * const figures = await runSoak({ count: 2000 })
+ * if (figures.lost.length || figures.doubled.length) process.exit(1)
+ */
+export async function runSoak({
+  count = 2000,
+  concurrency = 32,
+  clients = ['ioredis', 'node-redis', 'ioredis'],
+  failRate = 0.1,
+  duplicateRate = 0.3,
+  restartAt = 0.4,
+  downMs = 2500,
+  log = () => {},
+} = {}) {
+  const redis = await startRedisServer({ persist: true })
+  const dir = mkdtempSync(join(tmpdir(), 'svc-webhooks-soak-'))
+  const receivers = clients.map((client, index) => startReceiver({ index, client, redisUrl: redis.url, dir, failRate }))
+  let restart
+  try {
+    const urls = await Promise.all(receivers.map((r) => r.ready))
+    log(`soak: ${count} deliveries to ${urls.length} receivers (${clients.join(', ')}), Redis on ${redis.url}`)
+    const { figures, ids, delivered } = await simulateSender({
+      urls,
+      secret: SECRET,
+      count,
+      concurrency,
+      duplicateRate,
+      onProgress(done) {
+        if (restart === undefined && done >= Math.floor(count * restartAt)) {
+          log(`soak: killing Redis after ${done} deliveries, restarting it ${downMs} ms later`)
+          restart = redis.kill().then(() => new Promise((resolve) => setTimeout(resolve, downMs))).then(() => redis.start())
+        }
+      },
+    })
+    await restart
+    const receiverStats = await Promise.all(receivers.map((r) => r.stop()))
+
+    const okRuns = new Map()
+    let failuresInjected = 0
+    for (const { recordFile } of receivers) {
+      for (const line of readFileSync(recordFile, 'utf8').split('\n')) {
+        const [kind, id] = line.split(' ')
+        if (kind === 'ok') okRuns.set(id, (okRuns.get(id) ?? 0) + 1)
+        else if (kind === 'fail') failuresInjected++
+      }
+    }
+    const known = new Set(ids)
+    return {
+      ...figures,
+      redisRestarted: restart !== undefined,
+      downMs,
+      failuresInjected,
+      processed: [...okRuns.values()].reduce((a, b) => a + b, 0),
+      lost: ids.filter((id) => !okRuns.has(id)),
+      doubled: ids.filter((id) => (okRuns.get(id) ?? 0) > 1),
+      unknown: [...okRuns.keys()].filter((id) => !known.has(id)),
+      answered2xxButNotProcessed: [...delivered].filter((id) => !okRuns.has(id)),
+      receivers: receiverStats,
+    }
+  } finally {
+    await Promise.allSettled(receivers.map((r) => r.stop()))
+    await redis.stop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}

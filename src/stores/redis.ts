@@ -1,0 +1,138 @@
+/**
+ * `svc-webhooks/redis`: `RedisStore`, the idempotency store for receivers running in more than
+ * one process or machine. One Lua script per operation, so a fresh delivery costs two round
+ * trips (claim, then complete) and each step is atomic on the server. Works with an `ioredis` or
+ * a `node-redis` (v4+) client; neither is a dependency: the client is adapted by its methods.
+ */
+import type { ClaimResult, IdempotencyStore } from './store.js'
+import { positiveOption, withDeadline } from './deadline.js'
+
+/** The part of an `ioredis` client (`Redis` or `Cluster`) the store uses. */
+export interface IORedisLikeClient {
+  eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>
+  defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void
+}
+
+/** The part of a `node-redis` v4+ client (`createClient()` or `createCluster()`) the store uses. */
+export interface NodeRedisLikeClient {
+  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>
+}
+
+/** Options of {@link RedisStore}. */
+export interface RedisStoreOptions {
+  /**
+   * A connected `ioredis` client, or a `node-redis` client after `await client.connect()`.
+   * Keep the libraries' defaults (offline queue on): a completion sent while Redis restarts is
+   * queued and lands when it is back. Attach an `error` listener: node-redis throws without one.
+   */
+  client: IORedisLikeClient | NodeRedisLikeClient
+  /**
+   * Prepended to every key, so several applications can share one Redis.
+   * @default 'svc-webhooks:'
+   */
+  prefix?: string
+  /**
+   * Longest wait for one operation, retries included. Past it the operation rejects and the
+   * receiver answers 503 (the sender retries), whatever the client's own reconnect settings.
+   * @default 2000
+   */
+  timeoutMs?: number
+}
+
+// Values: `c:<owner>` while claimed (the key expires with the lease), `d:<owner>` once completed
+// (expires with the retention window). A repeated call by the same owner gets the same answer,
+// so an operation whose reply was lost in a reconnect can be sent again safely.
+const CLAIM = `local v = redis.call('GET', KEYS[1])
+if not v then
+  redis.call('SET', KEYS[1], 'c:' .. ARGV[1], 'PX', ARGV[2])
+  return 'claimed'
+end
+if v == 'c:' .. ARGV[1] then return 'claimed' end
+if string.sub(v, 1, 2) == 'd:' then return 'completed' end
+return 'in_flight'`
+
+const COMPLETE = `local v = redis.call('GET', KEYS[1])
+redis.call('SET', KEYS[1], 'd:' .. ARGV[1], 'PX', ARGV[2])
+if v == 'c:' .. ARGV[1] or v == 'd:' .. ARGV[1] then return 1 end
+return 0`
+
+const RELEASE = `if redis.call('GET', KEYS[1]) == 'c:' .. ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0`
+
+type Run = (script: string, key: string, args: string[]) => Promise<unknown>
+
+function adapt(client: unknown): Run {
+  const c = client as Partial<IORedisLikeClient> | null
+  if (typeof c !== 'object' || c === null || typeof c.eval !== 'function') {
+    throw new TypeError('svc-webhooks: RedisStore needs `client`: an ioredis client (new Redis(url)) or a connected node-redis v4+ client (await createClient({ url }).connect()).')
+  }
+  // ioredis: eval(script, numKeys, ...keysAndArgs); node-redis: eval(script, { keys, arguments }).
+  // Only ioredis has defineCommand, which tells the two apart without importing either.
+  if (typeof c.defineCommand === 'function') {
+    const io = c as IORedisLikeClient
+    return (script, key, args) => io.eval(script, 1, key, ...args)
+  }
+  const node = c as unknown as NodeRedisLikeClient
+  return (script, key, args) => node.eval(script, { keys: [key], arguments: args })
+}
+
+/**
+ * Idempotency store on Redis: claim is `SET NX PX lease` done in one script that also reports
+ * whether the id is completed or in flight; complete keeps the key for the retention window;
+ * release deletes it only while this owner still holds it.
+ *
+ * @example
+ * import Redis from 'ioredis'
+ * import { RedisStore } from 'svc-webhooks/redis'
+ * const store = new RedisStore({ client: new Redis(process.env.REDIS_URL!) })
+ * app.post('/webhooks/svc', webhooks({ secret, store, on }))
+ */
+export class RedisStore implements IdempotencyStore {
+  readonly prefix: string
+  readonly timeoutMs: number
+  private readonly run: Run
+
+  constructor({ client, prefix = 'svc-webhooks:', timeoutMs = 2000 }: RedisStoreOptions) {
+    this.run = adapt(client)
+    if (typeof prefix !== 'string') throw new TypeError('svc-webhooks: RedisStore `prefix` must be a string.')
+    positiveOption(timeoutMs, 'RedisStore `timeoutMs`')
+    this.prefix = prefix
+    this.timeoutMs = timeoutMs
+  }
+
+  async claim(key: string, owner: string, leaseMs: number): Promise<ClaimResult> {
+    const k = this.prefix + key
+    const args = [owner, String(Math.max(1, Math.ceil(leaseMs)))]
+    try {
+      const state = await withDeadline('RedisStore.claim', this.timeoutMs, () => this.run(CLAIM, k, args), (late) => {
+        // The claim landed after we answered 503: give the id back so the retry is not held for a lease.
+        if (String(late) === 'claimed') this.release(key, owner).catch(() => undefined)
+      })
+      return parseClaim(state)
+    } catch (error) {
+      // An attempt cut off by a dropped connection may still have run: undo it if it did.
+      this.release(key, owner).catch(() => undefined)
+      throw error
+    }
+  }
+
+  async complete(key: string, owner: string, retentionMs: number): Promise<boolean> {
+    const args = [owner, String(Math.max(1, Math.ceil(retentionMs)))]
+    const owned = await withDeadline('RedisStore.complete', this.timeoutMs, () => this.run(COMPLETE, this.prefix + key, args))
+    return Number(owned) === 1
+  }
+
+  async release(key: string, owner: string): Promise<boolean> {
+    const released = await withDeadline('RedisStore.release', this.timeoutMs, () => this.run(RELEASE, this.prefix + key, [owner]))
+    return Number(released) === 1
+  }
+}
+
+function parseClaim(state: unknown): ClaimResult {
+  const text = state instanceof Uint8Array ? new TextDecoder().decode(state) : String(state)
+  if (text === 'claimed' || text === 'completed' || text === 'in_flight') return text
+  throw new Error('svc-webhooks: RedisStore.claim got an unexpected reply from Redis.')
+}
