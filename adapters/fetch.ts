@@ -18,7 +18,14 @@ import {
 /** Options of {@link createFetchHandler}: the receiver's options. */
 export type FetchHandlerOptions = WebhookReceiverOptions
 
-/** Copies a core answer into a Fetch `Response`. */
+/**
+ * Copies a core answer into a Fetch `Response`.
+ *
+ * @example
+ * catch (error) {
+ *   return toResponse(errorResponse(error)) // e.g. 413 {"ok":false,"code":"body_too_large"}
+ * }
+ */
 export function toResponse(answer: WebhookResponse): Response {
   return new Response(answer.body, { status: answer.status, headers: answer.headers })
 }

@@ -1,0 +1,60 @@
+/**
+ * `svc-webhooks/lambda`: AWS Lambda behind API Gateway REST (payload v1), HTTP API (payload v2)
+ * and function URLs (v2 shape). Only translation: the event's body back to the exact bytes sent,
+ * its headers and method to the core's request, the core's answer to the proxy result shape.
+ */
+import type { APIGatewayProxyEvent, APIGatewayProxyEventV2, Context } from 'aws-lambda'
+import { createWebhookReceiver, errorResponse, type WebhookReceiverOptions } from '../src/index.js'
+
+/** Options of {@link webhooks}: the receiver's options. */
+export type LambdaWebhookOptions = WebhookReceiverOptions
+
+/** An API Gateway REST (v1) proxy event, or an HTTP API (v2) / function URL event. */
+export type LambdaWebhookEvent = APIGatewayProxyEvent | APIGatewayProxyEventV2
+
+/** The answer, valid for every event source above (`APIGatewayProxyResult` and the v2 result). */
+export interface LambdaWebhookResult {
+  statusCode: number
+  headers: Record<string, string>
+  body: string
+  isBase64Encoded: false
+}
+
+/** The bytes API Gateway base64-encoded (binary media types, function URLs with non-text bodies). */
+function fromBase64(text: string): Uint8Array {
+  const binary = atob(text)
+  const bytes = new Uint8Array(binary.length)
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i)
+  return bytes
+}
+
+/**
+ * Creates a Lambda handler that verifies, deduplicates, dispatches and answers. Each instance of
+ * the function keeps its own `MemoryStore`: give `store` a `RedisStore` so instances share dedupe.
+ *
+ * @example
+ * import { webhooks } from 'svc-webhooks/lambda'
+ * export const handler = webhooks({
+ *   secret: process.env.SVC_WEBHOOK_SECRET!,
+ *   on: { 'message.received': async (event) => saveMessage(event.message) },
+ * })
+ */
+export function webhooks(
+  options: LambdaWebhookOptions,
+): (event: LambdaWebhookEvent, context?: Context) => Promise<LambdaWebhookResult> {
+  const receiver = createWebhookReceiver(options)
+  return async (event) => {
+    const method = 'httpMethod' in event ? event.httpMethod : event.requestContext?.http?.method
+    // v1 repeats a header in `multiValueHeaders` (last value only in `headers`); v2 joins with commas.
+    const headers = { ...event.headers, ...('multiValueHeaders' in event ? event.multiValueHeaders : undefined) }
+    let answer
+    try {
+      // A plain body is the UTF-8 text as received; the core measures maxBodyBytes on the bytes.
+      const body = event.isBase64Encoded && event.body ? fromBase64(event.body) : (event.body ?? '')
+      answer = await receiver.handle({ method, body, headers })
+    } catch (error) {
+      answer = errorResponse(error)
+    }
+    return { statusCode: answer.status, headers: answer.headers, body: answer.body, isBase64Encoded: false }
+  }
+}

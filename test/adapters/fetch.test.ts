@@ -1,0 +1,118 @@
+/**
+ * `svc-webhooks/fetch` served over real HTTP on 127.0.0.1 by Node through @hono/node-server's
+ * `serve({ fetch })` (a node:http -> Request bridge): the shared case table for both forms,
+ * createFetchHandler and handleRequest, then the Fetch-only details (streamed size limit,
+ * verify-only, toResponse). Bun and Deno serve the same handler in scripts/test-runtimes.mjs.
+ */
+import type { AddressInfo } from 'node:net'
+import { serve, type ServerType } from '@hono/node-server'
+import { afterAll, describe, expect, it } from 'vitest'
+import { isWebhookVerificationError } from 'svc-webhooks'
+import { createFetchHandler, handleRequest, toResponse, verifyRequest } from 'svc-webhooks/fetch'
+import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
+import { describeCaseTable, type CaseTarget } from '../support/case-table.js'
+import { createCaseApp, CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, RUNS_PATH } from '../support/case-app.js'
+
+const servers: ServerType[] = []
+
+function close(server: ServerType): Promise<void> {
+  return new Promise((resolve) => server.close(() => resolve()))
+}
+
+afterAll(async () => {
+  await Promise.all(servers.map(close))
+})
+
+/** Serves `fetch` on 127.0.0.1, on a free port. */
+async function listen(fetch: (request: Request) => Response | Promise<Response>): Promise<string> {
+  const server = await new Promise<ServerType>((resolve) => {
+    const s = serve({ fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s))
+  })
+  servers.push(server)
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
+
+/** The CASE_APP contract: the webhook route and the runs record. */
+async function startCaseApp(form: 'createFetchHandler' | 'handleRequest'): Promise<CaseTarget> {
+  const app = createCaseApp()
+  const options = app.options
+  const webhook = form === 'createFetchHandler' ? createFetchHandler(options) : (request: Request) => handleRequest(request, options)
+  const url = await listen((request) => {
+    const { pathname } = new URL(request.url)
+    if (pathname === CASE_PATH) return webhook(request)
+    if (pathname === RUNS_PATH) return new Response(app.runsJson(), { headers: { 'content-type': 'application/json' } })
+    return new Response('not found', { status: 404 })
+  })
+  return { url }
+}
+
+describeCaseTable('fetch: createFetchHandler on node:http (@hono/node-server)', () => startCaseApp('createFetchHandler'))
+describeCaseTable('fetch: handleRequest on node:http (@hono/node-server)', () => startCaseApp('handleRequest'))
+
+describe('fetch: details of the Web-standard entry', () => {
+  const app = createCaseApp()
+  let url: string
+  const ready = listen(createFetchHandler(app.options)).then((u) => (url = u))
+
+  it('a chunked body (no Content-Length) over the limit -> 413 while streaming', async () => {
+    await ready
+    const signed = await signWebhook({ secret: CASE_SECRET, body: `{"event":"x","pad":"${'x'.repeat(CASE_MAX_BODY_BYTES)}"}` })
+    const chunk = new TextEncoder().encode('x'.repeat(16 * 1024))
+    let sent = 0
+    // Bounded: stops after the limit plus a few chunks even if the server kept reading.
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent > CASE_MAX_BODY_BYTES * 4) return controller.close()
+        sent += chunk.byteLength
+        controller.enqueue(chunk)
+      },
+    })
+    const res = await fetch(url, { method: 'POST', body, headers: signed.headers, duplex: 'half' } as RequestInit)
+    expect(res.status).toBe(413)
+    expect(await res.json()).toEqual({ ok: false, code: 'body_too_large' })
+  })
+
+  it('a declared Content-Length over the limit -> 413', async () => {
+    const request = new Request('http://127.0.0.1/webhooks/svc', {
+      method: 'POST',
+      headers: { 'content-length': String(CASE_MAX_BODY_BYTES + 1) },
+      body: 'small',
+    })
+    const res = await createFetchHandler(app.options)(request)
+    expect(res.status).toBe(413)
+  })
+
+  it('non-ASCII bytes reach the handler exactly as sent', async () => {
+    await ready
+    let seen: Uint8Array | undefined
+    const spy = createFetchHandler({ ...app.options, on: { 'message.received': (_e, d) => void (seen = d.rawBody) } })
+    const signed = await signWebhook({ secret: CASE_SECRET, event: sampleEvent('message.received') })
+    const res = await spy(new Request(url, { method: 'POST', body: signed.rawBody as BodyInit, headers: signed.headers }))
+    expect(res.status).toBe(200)
+    expect(seen).toEqual(signed.rawBody)
+  })
+
+  it('handleRequest keeps one receiver per options object (a resend is a duplicate)', async () => {
+    const options = createCaseApp().options
+    const signed = await signWebhook({ secret: CASE_SECRET, event: sampleEvent('message.received') })
+    const request = () => new Request('http://127.0.0.1/webhooks/svc', { method: 'POST', body: signed.body, headers: signed.headers })
+    expect(await (await handleRequest(request(), options)).json()).toEqual({ ok: true })
+    expect(await (await handleRequest(request(), options)).json()).toEqual({ ok: true, duplicate: true })
+  })
+
+  it('verifyRequest returns the delivery, or throws the code', async () => {
+    const signed = await signWebhook({ secret: CASE_SECRET, event: sampleEvent('message.received') })
+    const request = (body: string) => new Request('http://127.0.0.1/', { method: 'POST', body, headers: signed.headers })
+    const delivery = await verifyRequest(request(signed.body), { secret: CASE_SECRET })
+    expect(delivery).toMatchObject({ id: signed.id, signatureVersion: 'v2', event: { event: 'message.received' } })
+    const error = await verifyRequest(request(`${signed.body} `), { secret: CASE_SECRET }).catch((e: unknown) => e)
+    expect(isWebhookVerificationError(error) && error.code).toBe('invalid_signature')
+  })
+
+  it('toResponse copies status, headers and body', async () => {
+    const res = toResponse({ status: 429, headers: { 'retry-after': '5', 'content-type': 'application/json' }, body: '{"ok":false}' })
+    expect(res.status).toBe(429)
+    expect(res.headers.get('retry-after')).toBe('5')
+    expect(await res.text()).toBe('{"ok":false}')
+  })
+})

@@ -1,0 +1,69 @@
+/**
+ * The runtime matrix's app (scripts/test-runtimes.mjs): one Fetch handler, runtime-neutral, that
+ * Node, Bun and Deno each serve with their own server (serve.mjs). It imports the built package
+ * by name, as users do, and serves two case apps (test/support/case-table.ts, CASE_APP):
+ *   /fetch/webhooks/svc, /fetch/runs  createFetchHandler from 'svc-webhooks/fetch'
+ *   /hono/webhooks/svc,  /hono/runs   webhooks() from 'svc-webhooks/hono' in a Hono app
+ * plus POST /vectors (runs the posted known-answer vectors through verifyWebhook here, in this
+ * runtime) and GET /info (runtime, version, and the crypto the `#crypto` import condition chose).
+ */
+import { cryptoName } from '#crypto'
+import { Hono } from 'hono'
+import { isWebhookVerificationError, verifyWebhook } from 'svc-webhooks'
+import { createFetchHandler } from 'svc-webhooks/fetch'
+import { webhooks } from 'svc-webhooks/hono'
+
+function runtime() {
+  if (globalThis.Bun) return { runtime: 'bun', version: globalThis.Bun.version }
+  if (globalThis.Deno) return { runtime: 'deno', version: globalThis.Deno.version.deno }
+  return { runtime: 'node', version: globalThis.process.versions.node }
+}
+
+function fromBase64(text) {
+  const binary = atob(text)
+  const bytes = new Uint8Array(binary.length)
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i)
+  return bytes
+}
+
+/** Each vector through this runtime's verifyWebhook, with the vector's injected clock. */
+async function runVectors(vectors) {
+  const outcomes = []
+  for (const vector of vectors) {
+    const options = { secret: vector.secrets, allowV1: vector.allowV1, now: () => vector.now * 1000 }
+    try {
+      const delivery = await verifyWebhook({ body: fromBase64(vector.bodyBase64), headers: vector.headers }, options)
+      outcomes.push({ name: vector.name, ok: true, signatureVersion: delivery.signatureVersion, secretIndex: delivery.secretIndex })
+    } catch (error) {
+      if (!isWebhookVerificationError(error)) throw error
+      outcomes.push({ name: vector.name, ok: false, code: error.code })
+    }
+  }
+  return outcomes
+}
+
+const json = (value, status = 200) => new Response(JSON.stringify(value), { status, headers: { 'content-type': 'application/json' } })
+
+/**
+ * @param {() => import('../support/case-app.ts').CaseApp} createCaseApp
+ * @returns {(request: Request) => Promise<Response>}
+ */
+export function createRuntimeApp(createCaseApp) {
+  const fetchCase = createCaseApp()
+  const fetchHandler = createFetchHandler(fetchCase.options)
+
+  const honoCase = createCaseApp()
+  const hono = new Hono()
+  hono.all('/hono/webhooks/svc', webhooks(honoCase.options))
+  hono.get('/hono/runs', (c) => c.body(honoCase.runsJson(), 200, { 'content-type': 'application/json' }))
+
+  return async (request) => {
+    const { pathname } = new URL(request.url)
+    if (pathname === '/fetch/webhooks/svc') return fetchHandler(request)
+    if (pathname === '/fetch/runs') return json(JSON.parse(fetchCase.runsJson()))
+    if (pathname.startsWith('/hono/')) return hono.fetch(request)
+    if (pathname === '/vectors' && request.method === 'POST') return json(await runVectors((await request.json()).vectors))
+    if (pathname === '/info') return json({ ...runtime(), crypto: cryptoName })
+    return json({ ok: false, code: 'not_found' }, 404)
+  }
+}
