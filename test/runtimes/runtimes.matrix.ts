@@ -27,15 +27,15 @@ interface Runtime {
   args: string[]
 }
 
-const deno = join(root, 'node_modules/@deno/linux-x64-glibc/deno')
+const deno = join(root, 'test/runtimes/binaries/node_modules/@deno/linux-x64-glibc/deno')
 // The Node running this file is the machine's (20 here; scripts/test-runtimes.mjs starts vitest
 // with it, not with node_modules/.bin/node, which is the node22 package's binary).
 const host = `node ${process.versions.node.split('.')[0]}`
 const RUNTIMES: Runtime[] = [
   ...(host === 'node 22' || host === 'node 24' ? [] : [{ name: host, kind: 'node' as const, binary: process.execPath, args: [serveFile] }]),
-  { name: 'node 22', kind: 'node', binary: join(root, 'node_modules/node22/bin/node'), args: [serveFile] },
-  { name: 'node 24', kind: 'node', binary: join(root, 'node_modules/node24/bin/node'), args: [serveFile] },
-  { name: 'bun', kind: 'bun', binary: join(root, 'node_modules/@oven/bun-linux-x64/bin/bun'), args: [serveFile] },
+  { name: 'node 22', kind: 'node', binary: join(root, 'test/runtimes/binaries/node_modules/node22/bin/node'), args: [serveFile] },
+  { name: 'node 24', kind: 'node', binary: join(root, 'test/runtimes/binaries/node_modules/node24/bin/node'), args: [serveFile] },
+  { name: 'bun', kind: 'bun', binary: join(root, 'test/runtimes/binaries/node_modules/@oven/bun-linux-x64/bin/bun'), args: [serveFile] },
   {
     name: 'deno',
     kind: 'deno',
