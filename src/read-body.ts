@@ -5,6 +5,8 @@
  */
 import { tooLarge } from './input.js'
 
+const DIGITS = /^\d+$/
+
 /** Joins chunks into one buffer (no copy for a single chunk). */
 function join(chunks: Uint8Array[], total: number): Uint8Array {
   if (chunks.length === 1) return chunks[0]!
@@ -55,7 +57,17 @@ export async function readStreamBody(
  * const body = await readRequestBody(request, 1024 * 1024)
  */
 export async function readRequestBody(request: Request, maxBodyBytes: number): Promise<Uint8Array> {
-  checkContentLength(request.headers.get('content-length'), maxBodyBytes)
+  const declared = request.headers.get('content-length')
+  checkContentLength(declared, maxBodyBytes)
+  if (declared !== null && DIGITS.test(declared)) {
+    // The HTTP parser that framed this body stops at the declared length, which is within the
+    // limit: the runtime's own arrayBuffer() is then bounded, and much cheaper than a stream
+    // reader (on @hono/node-server, touching `request.body` builds a whole Web stream: 5x fewer
+    // requests/s, issue 5). The size is checked again for a Request built in-process.
+    const bytes = new Uint8Array(await request.arrayBuffer())
+    if (bytes.byteLength > maxBodyBytes) throw tooLarge(maxBodyBytes)
+    return bytes
+  }
   if (request.body === null) return new Uint8Array(0)
   const reader = request.body.getReader()
   const chunks: Uint8Array[] = []

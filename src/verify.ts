@@ -3,7 +3,7 @@
  * bytes, strict timestamp in a window both ways, v2 required unless v1 is opted in, several
  * secrets and several `v2=` values, constant-time comparison, event type from the signed body.
  */
-import { equal, hmac } from '#crypto'
+import { allocBytes, decodeUtf8, equal, hmac } from '#crypto'
 import { WebhookVerificationError } from './errors.js'
 import type { WebhookEvent } from './events.js'
 import {
@@ -40,7 +40,6 @@ export interface VerifiedDelivery<E = WebhookEvent> extends VerifiedSignature {
 const MAX_ID_LENGTH = 256
 const MAX_TIMESTAMP_DIGITS = 10 // up to the year 2286: anything longer is absurd (DESIGN.md rule 4)
 const MAX_SIGNATURES = 16
-const decoder = new TextDecoder('utf-8', { fatal: true })
 
 /**
  * Verifies a delivery's signature and timestamp over its raw bytes and parses its event.
@@ -52,9 +51,8 @@ const decoder = new TextDecoder('utf-8', { fatal: true })
  * })
  * if (delivery.event.event === 'message.received') console.log(delivery.event.message.text)
  */
-export async function verifyWebhook(input: WebhookInput, options: VerifyOptions): Promise<VerifiedDelivery> {
-  const verified = await verifySignature(input, options)
-  return { ...verified, event: parseEvent(verified.rawBody) }
+export function verifyWebhook(input: WebhookInput, options: VerifyOptions): Promise<VerifiedDelivery> {
+  return settle(input, options, true) as Promise<VerifiedDelivery>
 }
 
 /**
@@ -64,7 +62,40 @@ export async function verifyWebhook(input: WebhookInput, options: VerifyOptions)
  * @example
  * const { id, rawBody } = await verifySignature({ body, headers }, { secret })
  */
-export async function verifySignature(input: WebhookInput, options: VerifyOptions): Promise<VerifiedSignature> {
+export function verifySignature(input: WebhookInput, options: VerifyOptions): Promise<VerifiedSignature> {
+  return settle(input, options, false)
+}
+
+/**
+ * Not `async`: with node:crypto the whole check is synchronous, and an async function (or an
+ * await on a plain value) costs more than all the header checks together (issue 5).
+ * `Promise.resolve` hands a WebCrypto promise back as is.
+ */
+function settle(input: WebhookInput, options: VerifyOptions, parse: boolean): Promise<VerifiedSignature> {
+  try {
+    return Promise.resolve(verifyNow(input, options, parse))
+  } catch (error) {
+    return Promise.reject(error)
+  }
+}
+
+/** What is known once the headers passed: everything the HMAC loop and the answer need. */
+interface Signed {
+  opts: ResolvedVerifyOptions
+  id: string
+  timestamp: number
+  version: 'v2' | 'v1'
+  prefix: string
+  body: Uint8Array
+  signatures: Uint8Array[]
+  parse: boolean
+}
+
+/**
+ * The checks, synchronous up to the HMAC; a promise only when the crypto build's HMAC is one
+ * (WebCrypto). The body is parsed (when `parse`) only once a signature matched.
+ */
+function verifyNow(input: WebhookInput, options: VerifyOptions, parse: boolean): VerifiedSignature | Promise<VerifiedSignature> {
   const opts = resolveVerifyOptions(options)
   if (typeof input !== 'object' || input === null) {
     throw new WebhookVerificationError('body_already_parsed', 'verifyWebhook takes { body, headers }.')
@@ -75,20 +106,21 @@ export async function verifySignature(input: WebhookInput, options: VerifyOption
   const timestamp = readTimestamp(getHeader(headers, HEADER_TIMESTAMP))
 
   const v2Header = getHeader(headers, HEADER_SIGNATURE_V2)
-  const v1Header = getHeader(headers, HEADER_SIGNATURE_V1)
   let version: 'v2' | 'v1'
   let signatures: Uint8Array[]
   if (v2Header !== undefined && v2Header !== '') {
     version = 'v2'
     signatures = parseSignatures(v2Header, 'v2=')
   } else {
-    signatures = v1Header === undefined || v1Header === '' ? [] : parseSignatures(v1Header, 'v1=')
+    // The legacy header is only read when v2 is absent: one lookup fewer on every v2 delivery.
+    const v1Header = getHeader(headers, HEADER_SIGNATURE_V1)
     if (v1Header === undefined || v1Header === '') {
       throw new WebhookVerificationError(
         'missing_signature',
         `No ${HEADER_SIGNATURE_V2} header. Is this request from the service, and does a proxy forward all svc-webhook-* headers?`,
       )
     }
+    signatures = parseSignatures(v1Header, 'v1=')
     if (!opts.allowV1) {
       throw new WebhookVerificationError(
         'v1_not_allowed',
@@ -101,18 +133,51 @@ export async function verifySignature(input: WebhookInput, options: VerifyOption
 
   checkTimestamp(timestamp, opts)
 
-  if (signatures.length > 0) {
-    const prefix = version === 'v2' ? `${id}.${timestamp}.` : `${timestamp}.`
-    for (let i = 0; i < opts.keys.length; i++) {
-      const digest = await hmac(opts.keys[i]!, prefix, body)
-      for (const signature of signatures) {
-        if (equal(digest, signature)) {
-          return { id, timestamp, signatureVersion: version, secretIndex: i, rawBody: body }
-        }
-      }
+  const prefix = version === 'v2' ? `${id}.${timestamp}.` : `${timestamp}.`
+  const { keys } = opts
+  for (let i = 0; signatures.length > 0 && i < keys.length; i++) {
+    // Typed against node:crypto (tsconfig paths), which answers at once; WebCrypto returns a promise.
+    const digest = hmac(keys[i]!, prefix, body) as Uint8Array | Promise<Uint8Array>
+    if (digest instanceof Promise) {
+      return matchLater({ opts, id, timestamp, version, prefix, body, signatures, parse }, i, digest)
     }
+    if (matches(signatures, digest)) return verified(id, timestamp, version, i, body, parse)
   }
-  throw new WebhookVerificationError('invalid_signature', signatureHint(signatures.length, version, opts))
+  throw invalidSignature(signatures.length, version, opts)
+}
+
+/** The rest of the secrets loop when the HMAC is a promise (WebCrypto), from secret `index`. */
+async function matchLater(signed: Signed, index: number, pending: Promise<Uint8Array>): Promise<VerifiedSignature> {
+  const { opts, prefix, body, signatures } = signed
+  for (let i = index; i < opts.keys.length; i++) {
+    const digest = i === index ? await pending : await hmac(opts.keys[i]!, prefix, body)
+    if (matches(signatures, digest)) return verified(signed.id, signed.timestamp, signed.version, i, body, signed.parse)
+  }
+  throw invalidSignature(signatures.length, signed.version, opts)
+}
+
+function matches(signatures: Uint8Array[], digest: Uint8Array): boolean {
+  for (let j = 0; j < signatures.length; j++) {
+    if (equal(digest, signatures[j]!)) return true
+  }
+  return false
+}
+
+/** The answer, built once: with the parsed event for `verifyWebhook`, without for `verifySignature`. */
+function verified(
+  id: string,
+  timestamp: number,
+  signatureVersion: 'v2' | 'v1',
+  secretIndex: number,
+  rawBody: Uint8Array,
+  parse: boolean,
+): VerifiedSignature | VerifiedDelivery {
+  if (!parse) return { id, timestamp, signatureVersion, secretIndex, rawBody }
+  return { id, timestamp, signatureVersion, secretIndex, rawBody, event: parseEvent(rawBody) }
+}
+
+function invalidSignature(count: number, version: 'v2' | 'v1', opts: ResolvedVerifyOptions): WebhookVerificationError {
+  return new WebhookVerificationError('invalid_signature', signatureHint(count, version, opts))
 }
 
 function signatureHint(count: number, version: 'v2' | 'v1', opts: ResolvedVerifyOptions): string {
@@ -215,7 +280,7 @@ function hexValue(c: number): number {
 
 /** 64 hex digits at `offset` to 32 bytes, or undefined when any digit is not hex. */
 function decodeHex(text: string, offset: number): Uint8Array | undefined {
-  const bytes = new Uint8Array(32)
+  const bytes = allocBytes(32) // from Node's pool: a `new Uint8Array` costs its own backing store
   for (let i = 0; i < 32; i++) {
     const hi = hexValue(text.charCodeAt(offset + 2 * i))
     const lo = hexValue(text.charCodeAt(offset + 2 * i + 1))
@@ -229,7 +294,7 @@ function decodeHex(text: string, offset: number): Uint8Array | undefined {
 export function parseEvent(rawBody: Uint8Array): WebhookEvent {
   let event: unknown
   try {
-    event = JSON.parse(decoder.decode(rawBody))
+    event = JSON.parse(decodeUtf8(rawBody))
   } catch {
     // No `cause`: the parser's message quotes the body, and a body never goes into an error.
     throw new WebhookVerificationError('invalid_json', 'The verified body is not UTF-8 JSON.')

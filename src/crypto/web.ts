@@ -1,17 +1,31 @@
 /**
- * HMAC-SHA256 through WebCrypto (`crypto.subtle`), for Cloudflare Workers (workerd), the Next.js
- * Edge runtime and browsers-like runtimes: chosen by the `#crypto` import condition in
- * package.json. Keys are imported once per secret; WebCrypto needs the signed bytes in one
- * buffer, so the prefix and body are joined here (the one copy this path cannot avoid).
+ * Platform primitives through WebCrypto (`crypto.subtle`), for Cloudflare Workers
+ * (workerd), the Next.js Edge runtime and browser-like runtimes: chosen by the `#crypto` import
+ * condition in package.json. Keys are imported once per secret; WebCrypto needs the signed bytes
+ * in one buffer, so the prefix and body are joined here (the one copy this path cannot avoid).
  */
 
-export type SecretKey = Promise<CryptoKey>
+/** A secret being imported; `key` is set once the import has settled, so later calls skip a wait. */
+export interface SecretKey {
+  readonly promise: Promise<CryptoKey>
+  key?: CryptoKey
+}
 
 const encoder = new TextEncoder()
+const decoder = new TextDecoder('utf-8', { fatal: true })
 
 /** Imports a secret once; the result is cached by the caller for the life of the options. */
 export function importSecret(secret: string): SecretKey {
-  return crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign'])
+  const imported: SecretKey = {
+    promise: crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']),
+  }
+  imported.promise.then(
+    (key) => {
+      imported.key = key
+    },
+    () => {}, // the rejection reaches the caller through `promise`
+  )
+  return imported
 }
 
 /** HMAC-SHA256(key, prefix || body), as 32 bytes. `prefix` is ASCII (id, timestamp, dots). */
@@ -19,7 +33,7 @@ export async function hmac(key: SecretKey, prefix: string, body: Uint8Array): Pr
   const data = new Uint8Array(prefix.length + body.byteLength)
   for (let i = 0; i < prefix.length; i++) data[i] = prefix.charCodeAt(i)
   data.set(body, prefix.length)
-  return new Uint8Array(await crypto.subtle.sign('HMAC', await key, data))
+  return new Uint8Array(await crypto.subtle.sign('HMAC', key.key ?? (await key.promise), data))
 }
 
 /** Constant-time equality: every byte is visited whatever the first difference. */
@@ -28,6 +42,16 @@ export function equal(a: Uint8Array, b: Uint8Array): boolean {
   let diff = 0
   for (let i = 0; i < a.byteLength; i++) diff |= a[i]! ^ b[i]!
   return diff === 0
+}
+
+/** `length` bytes for the caller to overwrite whole. */
+export function allocBytes(length: number): Uint8Array {
+  return new Uint8Array(length)
+}
+
+/** Strict UTF-8 decoding (a leading BOM is dropped, an invalid sequence throws). */
+export function decodeUtf8(bytes: Uint8Array): string {
+  return decoder.decode(bytes)
 }
 
 export const cryptoName = 'WebCrypto'
