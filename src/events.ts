@@ -42,3 +42,15 @@ export type WebhookEvent = WebhookEventMap[keyof WebhookEventMap] | UnknownWebho
 
 /** The event type names this version knows. */
 export type WebhookEventType = keyof WebhookEventMap
+
+/**
+ * Narrows a verified event to one type. A plain `event.event === 'message.received'` check cannot
+ * narrow, because an event added after this version also has a string `event`.
+ *
+ * @example
+ * const { event } = await verifyWebhook({ body, headers }, { secret })
+ * if (isEventType(event, 'message.received')) console.log(event.message.text)
+ */
+export function isEventType<K extends WebhookEventType>(event: WebhookEvent, type: K): event is WebhookEventMap[K] {
+  return event.event === type
+}

@@ -3,6 +3,7 @@
  * answers table; adapters under `svc-webhooks/<framework>` only translate to and from it.
  */
 export { ERROR_STATUS, WebhookVerificationError, isWebhookVerificationError, type WebhookErrorCode } from './errors.js'
+export { isEventType } from './events.js'
 export type {
   MessageReceivedEvent,
   UnknownWebhookEvent,

@@ -49,7 +49,7 @@ const MAX_SIGNATURES = 16
  * const delivery = await verifyWebhook({ body: rawBytes, headers: request.headers }, {
  *   secret: process.env.SVC_WEBHOOK_SECRET!,
  * })
- * if (delivery.event.event === 'message.received') console.log(delivery.event.message.text)
+ * if (isEventType(delivery.event, 'message.received')) console.log(delivery.event.message.text)
  */
 export function verifyWebhook(input: WebhookInput, options: VerifyOptions): Promise<VerifiedDelivery> {
   return settle(input, options, true) as Promise<VerifiedDelivery>
@@ -103,7 +103,8 @@ function verifyNow(input: WebhookInput, options: VerifyOptions, parse: boolean):
   const body = toBytes(input.body, opts.maxBodyBytes)
   const headers = input.headers ?? {}
   const id = readId(getHeader(headers, HEADER_ID))
-  const timestamp = readTimestamp(getHeader(headers, HEADER_TIMESTAMP))
+  const timestampText = readTimestamp(getHeader(headers, HEADER_TIMESTAMP))
+  const timestamp = Number(timestampText)
 
   const v2Header = getHeader(headers, HEADER_SIGNATURE_V2)
   let version: 'v2' | 'v1'
@@ -133,7 +134,8 @@ function verifyNow(input: WebhookInput, options: VerifyOptions, parse: boolean):
 
   checkTimestamp(timestamp, opts)
 
-  const prefix = version === 'v2' ? `${id}.${timestamp}.` : `${timestamp}.`
+  // The header text as received is what was signed (a zero-padded value would not survive Number()).
+  const prefix = version === 'v2' ? `${id}.${timestampText}.` : `${timestampText}.`
   const { keys } = opts
   for (let i = 0; signatures.length > 0 && i < keys.length; i++) {
     // Typed against node:crypto (tsconfig paths), which answers at once; WebCrypto returns a promise.
@@ -218,7 +220,7 @@ function readId(raw: string | readonly string[] | undefined): string {
   return id
 }
 
-function readTimestamp(raw: string | readonly string[] | undefined): number {
+function readTimestamp(raw: string | readonly string[] | undefined): string {
   const value = single(raw)
   if (value === undefined) {
     throw new WebhookVerificationError('missing_timestamp', `The ${HEADER_TIMESTAMP} header is missing.`)
@@ -234,7 +236,7 @@ function readTimestamp(raw: string | readonly string[] | undefined): number {
       `The ${HEADER_TIMESTAMP} header must be Unix time in whole seconds (decimal digits only).`,
     )
   }
-  return Number(value)
+  return value
 }
 
 function checkTimestamp(timestamp: number, opts: ResolvedVerifyOptions): void {

@@ -41,6 +41,9 @@ export class MemoryStore implements IdempotencyStore {
   private readonly completed = new Map<string, number>()
   private readonly claims = new Map<string, Claim>()
   private readonly epoch: number
+  /** A live iterator over `completed` and the entry it last gave: see `oldest()`. */
+  private cursor: MapIterator<[string, number]> | undefined
+  private head: [string, number] | undefined
 
   constructor({ maxEntries = 100_000, now = Date.now }: MemoryStoreOptions = {}) {
     if (!Number.isSafeInteger(maxEntries) || maxEntries <= 0) {
@@ -90,17 +93,36 @@ export class MemoryStore implements IdempotencyStore {
     return true
   }
 
-  /** Drops expired entries from the front, then the oldest ones while over `maxEntries`. */
+  /**
+   * The oldest completion. A Map iterator made afresh would walk every deleted slot V8 keeps at the
+   * front of the table until it rehashes (about 100x the cost of a claim once the store is full),
+   * so one live iterator keeps its place; an entry deleted or re-set since it was read is skipped.
+   */
+  private oldest(): [string, number] | undefined {
+    for (;;) {
+      if (this.head !== undefined && this.completed.get(this.head[0]) === this.head[1]) return this.head
+      this.cursor ??= this.completed.entries()
+      const next = this.cursor.next()
+      if (next.done) {
+        // Every entry before the cursor is gone: the map is empty, start afresh on the next insert.
+        this.cursor = undefined
+        this.head = undefined
+        return undefined
+      }
+      this.head = next.value
+    }
+  }
+
+  /** Drops expired completions, oldest first, then the oldest entries while over `maxEntries`. */
   private evict(now: number): void {
     const nowSeconds = now / 1000 - this.epoch
-    for (const [key, expires] of this.completed) {
-      if (expires > nowSeconds) break
-      this.completed.delete(key)
+    for (let head = this.oldest(); head !== undefined && head[1] <= nowSeconds; head = this.oldest()) {
+      this.completed.delete(head[0])
     }
     while (this.completed.size + this.claims.size > this.maxEntries) {
       // Oldest completions go first; a claim is evicted only when no completion is left to make room.
-      const oldestDone = this.completed.keys().next()
-      if (!oldestDone.done) this.completed.delete(oldestDone.value)
+      const head = this.oldest()
+      if (head !== undefined) this.completed.delete(head[0])
       else this.claims.delete(this.claims.keys().next().value!)
     }
   }
