@@ -1,13 +1,13 @@
-// svc-webhooks demo: a receiver on 127.0.0.1 with the in-memory store, fed real signed deliveries
+// svc-webhooks demo: a receiver (svc-webhooks/node) on 127.0.0.1 with the in-memory store, fed real signed deliveries
 // over HTTP, and the answer each one got. Run it with `npm run demo`.
 import { createServer } from 'node:http'
-import { createWebhookReceiver, errorResponse, readStreamBody } from 'svc-webhooks'
+import { createNodeHandler } from 'svc-webhooks/node'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
 
 const secret = 'svc_whsec_demo0000000000000000000000'
 let runs = 0
 
-const receiver = createWebhookReceiver({
+const handle = createNodeHandler({
   secret,
   on: {
     'message.received': async (event, delivery) => {
@@ -17,17 +17,7 @@ const receiver = createWebhookReceiver({
   },
 })
 
-// node:http in a few lines: raw bytes in (size-limited while streaming), the receiver's answer out.
-const server = createServer(async (req, res) => {
-  let answer
-  try {
-    const body = await readStreamBody(req, 1024 * 1024, req.headers['content-length'])
-    answer = await receiver.handle({ method: req.method, body, headers: req.headers })
-  } catch (error) {
-    answer = errorResponse(error)
-  }
-  res.writeHead(answer.status, answer.headers).end(answer.body)
-})
+const server = createServer(handle)
 await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
 const url = `http://127.0.0.1:${server.address().port}/webhooks/svc`
 console.log(`Receiver listening on ${url}\n`)

@@ -1,11 +1,11 @@
-// One receiver process of the soak: node:http + createWebhookReceiver + RedisStore from the
+// One receiver process of the soak: node:http + createNodeHandler (svc-webhooks/node) + RedisStore from the
 // built package. Its handler fails at random (SOAK_FAIL_RATE) by throwing, and otherwise appends
 // the delivery id to its own record file: the record the soak's exactly-once check reads.
 // Config by environment: SOAK_REDIS_URL, SOAK_CLIENT (ioredis | node-redis), SOAK_RECORD,
 // SOAK_SECRET, SOAK_FAIL_RATE. Prints "READY <port>" when listening; "STATS <json>" on SIGTERM.
 import { closeSync, openSync, writeSync } from 'node:fs'
 import { createServer } from 'node:http'
-import { createWebhookReceiver, errorResponse, readStreamBody } from 'svc-webhooks'
+import { createNodeHandler } from 'svc-webhooks/node'
 import { RedisStore } from 'svc-webhooks/redis'
 
 const { SOAK_REDIS_URL: url, SOAK_CLIENT: kind = 'ioredis', SOAK_RECORD: recordFile, SOAK_SECRET: secret } = process.env
@@ -30,7 +30,7 @@ const record = openSync(recordFile, 'a')
 const outcomes = {}
 let completeFailures = 0
 
-const receiver = createWebhookReceiver({
+const handle = createNodeHandler({
   secret,
   store: new RedisStore({ client }),
   on: {
@@ -49,16 +49,7 @@ const receiver = createWebhookReceiver({
   },
 })
 
-const server = createServer(async (req, res) => {
-  let answer
-  try {
-    const body = await readStreamBody(req, 1024 * 1024, req.headers['content-length'])
-    answer = await receiver.handle({ method: req.method, body, headers: req.headers })
-  } catch (error) {
-    answer = errorResponse(error)
-  }
-  res.writeHead(answer.status, answer.headers).end(answer.body)
-})
+const server = createServer(handle)
 
 server.listen(0, '127.0.0.1', () => {
   process.stdout.write(`READY ${server.address().port}\n`)
