@@ -56,11 +56,12 @@ describe('CommonJS', () => {
 
 describe('ES modules under plain Node (no bundler between)', () => {
   it('import by name resolves dist/*.js, #crypto to dist/crypto/node.js, and verifies', () => {
-    // A resolve hook records what Node itself resolves while the child imports the package.
-    const hook = `export async function resolve(s, c, next) { const r = await next(s, c); if (r.url.includes('/dist/')) console.log('resolved ' + s + ' ' + r.url); return r }`
+    // Node's own resolver, from inside the package scope (as dist/index.js resolves `#crypto`).
+    // Not a resolve hook: hooks run off-thread from Node 22 on, and their output can be lost at exit.
     const script = `
-      import { register } from 'node:module'
-      register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hook)}))
+      for (const specifier of ['svc-webhooks', 'svc-webhooks/testing', '#crypto']) {
+        console.log('resolved ' + specifier + ' ' + import.meta.resolve(specifier))
+      }
       const { verifyWebhook } = await import('svc-webhooks')
       const { signWebhook, sampleEvent } = await import('svc-webhooks/testing')
       const signed = await signWebhook({ secret: '${SECRET}', event: sampleEvent('message.received') })
