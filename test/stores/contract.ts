@@ -175,6 +175,8 @@ export function describeStoreContract(setup: () => Promise<StoreUnderTest>): voi
       return receiver.handle({ method: 'POST', body: signed.rawBody, headers: signed.headers })
     }
     const slow = send()
+    // Copies go out only once the slow one runs: a copy that claimed first would block itself.
+    expect(await eventually(async () => runs.length === 1)).toBe(true)
     expect(await eventually(async () => (await send()).status === 200 && runs.includes('next'))).toBe(true)
     unblock()
     expect((await slow).status).toBe(200)
