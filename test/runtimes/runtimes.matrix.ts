@@ -122,9 +122,9 @@ function stop(child: ChildProcess): Promise<void> {
 for (const runtime of RUNTIMES) {
   if (!existsSync(runtime.binary)) {
     if (process.env.CI === 'true') {
-      it(`${runtime.name}: binary installed`, () => expect.fail(`${runtime.binary} is missing: run npm ci (it is a pinned dev dependency)`))
+      it(`${runtime.name}: binary installed`, () => expect.fail(`${runtime.binary} is missing: npm run test:runtimes installs it (npm ci in test/runtimes/binaries)`))
     } else {
-      console.warn(`runtime matrix: skipping ${runtime.name}, ${runtime.binary} is not installed (npm ci installs it)`)
+      console.warn(`runtime matrix: skipping ${runtime.name}, ${runtime.binary} is not installed (npm ci in test/runtimes/binaries installs it)`)
       describe.skip(`${runtime.name} (binary not installed)`, () => {})
     }
     continue
@@ -199,7 +199,7 @@ describe('examples', () => {
   /** `it`, or a skip that says why outside CI (under CI a missing binary fails the test). */
   const needs = (binary: string) => {
     if (existsSync(binary) || process.env.CI === 'true') return it
-    console.warn(`runtime matrix: skipping an example, ${binary} is not installed (npm ci installs it)`)
+    console.warn(`runtime matrix: skipping an example, ${binary} is not installed (npm ci in test/runtimes/binaries installs it)`)
     return it.skip
   }
 
