@@ -17,6 +17,7 @@ import {
   type VerifyOptions,
   type WebhookReceiverOptions,
 } from '../src/index.js'
+import { resolveVerifyOptions } from '../src/options.js'
 
 declare global {
   namespace Express {
@@ -58,20 +59,22 @@ async function rawBody(req: Request, maxBodyBytes: number): Promise<Uint8Array> 
  */
 export function webhooks(options: ExpressWebhooksOptions): RequestHandler {
   const on = 'on' in options ? options.on : undefined
-  const receiver = createWebhookReceiver({ ...options, on: on ?? {} }) // invalid options throw now, in both modes
+  // Invalid options throw now, not on the first request (the receiver checks its own).
+  const receiver = on ? createWebhookReceiver({ ...options, on }) : undefined
+  if (!receiver) resolveVerifyOptions(options)
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
   return async (req: Request, res: Response, next: NextFunction) => {
     const { method, headers } = req
     try {
-      const body = on && method !== 'POST' ? new Uint8Array(0) : await rawBody(req, maxBodyBytes)
-      if (!on) {
+      const body = receiver && method !== 'POST' ? new Uint8Array(0) : await rawBody(req, maxBodyBytes)
+      if (!receiver) {
         req.webhook = await verifyWebhook({ body, headers }, options)
         return next()
       }
       const answer = await receiver.handle({ method, body, headers })
       res.writeHead(answer.status, answer.headers).end(answer.body)
     } catch (error) {
-      if (on && isWebhookVerificationError(error) && error.code !== 'body_already_parsed') {
+      if (receiver && isWebhookVerificationError(error) && error.code !== 'body_already_parsed') {
         const answer = errorResponse(error)
         return void res.writeHead(answer.status, answer.headers).end(answer.body)
       }

@@ -8,8 +8,8 @@ import type { MiddlewareHandler } from 'hono'
 import { createMiddleware } from 'hono/factory'
 import { HTTPException } from 'hono/http-exception'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
+import { resolveVerifyOptions } from '../src/options.js'
 import {
-  createWebhookReceiver,
   errorResponse,
   isWebhookVerificationError,
   WebhookVerificationError,
@@ -50,7 +50,7 @@ export function webhooks(options: VerifyOptions & { on?: WebhookReceiverOptions[
     const handle = createFetchHandler({ ...options, on })
     return async (c) => handle(rawRequest(c.req.raw))
   }
-  createWebhookReceiver({ ...options, on: {} }) // invalid options throw now, not on the first request
+  resolveVerifyOptions(options) // invalid options throw now, not on the first request
   return createMiddleware<{ Variables: WebhookVariables }>(async (c, next) => {
     try {
       c.set('webhook', await verifyRequest(rawRequest(c.req.raw), options))
