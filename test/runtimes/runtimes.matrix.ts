@@ -27,15 +27,15 @@ interface Runtime {
   args: string[]
 }
 
-const deno = join(root, 'test/runtimes/binaries/node_modules/@deno/linux-x64-glibc/deno')
+const deno = join(root, 'scripts/runtime-binaries/node_modules/@deno/linux-x64-glibc/deno')
 // The Node running this file is the machine's (20 here; scripts/test-runtimes.mjs starts vitest
 // with it, not with node_modules/.bin/node, which is the node22 package's binary).
 const host = `node ${process.versions.node.split('.')[0]}`
 const RUNTIMES: Runtime[] = [
   ...(host === 'node 22' || host === 'node 24' ? [] : [{ name: host, kind: 'node' as const, binary: process.execPath, args: [serveFile] }]),
-  { name: 'node 22', kind: 'node', binary: join(root, 'test/runtimes/binaries/node_modules/node22/bin/node'), args: [serveFile] },
-  { name: 'node 24', kind: 'node', binary: join(root, 'test/runtimes/binaries/node_modules/node24/bin/node'), args: [serveFile] },
-  { name: 'bun', kind: 'bun', binary: join(root, 'test/runtimes/binaries/node_modules/@oven/bun-linux-x64/bin/bun'), args: [serveFile] },
+  { name: 'node 22', kind: 'node', binary: join(root, 'scripts/runtime-binaries/node_modules/node22/bin/node'), args: [serveFile] },
+  { name: 'node 24', kind: 'node', binary: join(root, 'scripts/runtime-binaries/node_modules/node24/bin/node'), args: [serveFile] },
+  { name: 'bun', kind: 'bun', binary: join(root, 'scripts/runtime-binaries/node_modules/@oven/bun-linux-x64/bin/bun'), args: [serveFile] },
   {
     name: 'deno',
     kind: 'deno',
@@ -122,9 +122,9 @@ function stop(child: ChildProcess): Promise<void> {
 for (const runtime of RUNTIMES) {
   if (!existsSync(runtime.binary)) {
     if (process.env.CI === 'true') {
-      it(`${runtime.name}: binary installed`, () => expect.fail(`${runtime.binary} is missing: npm run test:runtimes installs it (npm ci in test/runtimes/binaries)`))
+      it(`${runtime.name}: binary installed`, () => expect.fail(`${runtime.binary} is missing: npm run test:runtimes installs it (npm ci in scripts/runtime-binaries)`))
     } else {
-      console.warn(`runtime matrix: skipping ${runtime.name}, ${runtime.binary} is not installed (npm ci in test/runtimes/binaries installs it)`)
+      console.warn(`runtime matrix: skipping ${runtime.name}, ${runtime.binary} is not installed (npm ci in scripts/runtime-binaries installs it)`)
       describe.skip(`${runtime.name} (binary not installed)`, () => {})
     }
     continue
@@ -199,7 +199,7 @@ describe('examples', () => {
   /** `it`, or a skip that says why outside CI (under CI a missing binary fails the test). */
   const needs = (binary: string) => {
     if (existsSync(binary) || process.env.CI === 'true') return it
-    console.warn(`runtime matrix: skipping an example, ${binary} is not installed (npm ci in test/runtimes/binaries installs it)`)
+    console.warn(`runtime matrix: skipping an example, ${binary} is not installed (npm ci in scripts/runtime-binaries installs it)`)
     return it.skip
   }
 
