@@ -2,13 +2,13 @@
  * Real Postgres for the PostgresStore suite: `initdb` into a temp dir and `pg_ctl start` on a
  * free port of 127.0.0.1 (unix socket in the temp dir, fsync off, trust auth), run as the
  * `postgres` user when the tests run as root (initdb refuses root). Where no Postgres binaries
- * are found the suite says so and skips, also under CI (the CI image may not ship Postgres).
+ * are found the suite says so and skips; under CI=true it fails instead (.ci/run installs Postgres).
  */
 import { spawn, spawnSync } from 'node:child_process'
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
-import { describe } from 'vitest'
+import { describe, it } from 'vitest'
 import { freePort } from '../../scripts/redis-server.mjs'
 
 function findBinDir(): string | undefined {
@@ -95,7 +95,8 @@ export async function startPostgresServer(): Promise<PostgresServer> {
 }
 
 /**
- * `describe` that runs only where Postgres can be started; elsewhere it warns why and skips.
+ * `describe` that runs only where Postgres can be started: elsewhere it warns why and skips,
+ * except under CI=true, where a missing Postgres is a failure.
  *
  * @example
  * describeWithPostgres('PostgresStore', () => { ... })
@@ -103,6 +104,14 @@ export async function startPostgresServer(): Promise<PostgresServer> {
 export function describeWithPostgres(name: string, body: () => void): void {
   if (postgresSkipReason === undefined) {
     describe(name, body)
+    return
+  }
+  if (process.env.CI === 'true') {
+    describe(name, () => {
+      it('needs Postgres under CI', () => {
+        throw new Error(`${postgresSkipReason}. CI=true: install it (the .ci/run script does).`)
+      })
+    })
     return
   }
   console.warn(`[svc-webhooks tests] ${name}: SKIPPED: ${postgresSkipReason}.`)
