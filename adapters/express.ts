@@ -1,23 +1,22 @@
 /**
- * `svc-webhooks/express`: `webhooks(options)` middleware for Express 4 and 5. Reads the raw bytes
- * from the request stream (or takes the Buffer `express.raw()` left), then either answers with
- * the core's receiver (`on` given) or sets `req.webhook` and calls `next()` (verify-only).
- * Imports Express's types only; all policy lives in the core.
+ * `svc-webhooks/express`: `webhooks(options)` middleware for Express 4 and 5. Supplies the core's
+ * request path with Node's request (or the Buffer `express.raw()` left), then either writes the
+ * core's answer (`on` given) or sets `req.webhook` and calls `next()` (verify-only). Imports
+ * Express's types only; all policy lives in the core.
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 import {
   createWebhookReceiver,
-  DEFAULT_MAX_BODY_BYTES,
-  errorResponse,
-  isWebhookVerificationError,
-  readStreamBody,
-  verifyWebhook,
   WebhookVerificationError,
   type VerifiedDelivery,
   type VerifyOptions,
   type WebhookReceiverOptions,
+  type WebhookTransport,
 } from '../src/index.js'
+import { tooLarge } from '../src/input.js'
 import { resolveVerifyOptions } from '../src/options.js'
+import { verifyTransported } from '../src/transport.js'
+import { nodeTransport, sendNode } from './node.js'
 
 declare global {
   namespace Express {
@@ -36,14 +35,24 @@ const PARSED =
   'Mount webhooks() before express.json() (or any body parser), e.g. app.post(path, webhooks(options)) ' +
   'above app.use(express.json()), or give this route express.raw({ type: "*/*" }).'
 
-async function rawBody(req: Request, maxBodyBytes: number): Promise<Uint8Array> {
+/** Node's request, or the Buffer `express.raw()` already read from it. */
+const expressTransport: WebhookTransport<Request> = {
+  ...(nodeTransport as unknown as WebhookTransport<Request>),
+  body(req, maxBodyBytes, timeoutMs) {
+    const body: unknown = req.body
+    if (body instanceof Uint8Array) {
+      if (body.byteLength > maxBodyBytes) throw tooLarge(maxBodyBytes)
+      return body
+    }
+    return nodeTransport.body(req, maxBodyBytes, timeoutMs)
+  },
+}
+
+/** A body parser ran before us: the raw bytes are gone. Express 4's body-parser sets `{}` when it skipped, so only a consumed stream counts. */
+function parsedBefore(req: Request): boolean {
   const body: unknown = req.body
-  if (body instanceof Uint8Array) return body // express.raw(): a Buffer
-  // Express 4's body-parser sets req.body = {} even when it skipped the request; only a consumed stream is fatal.
-  if ((body !== undefined && typeof body !== 'object') || req.readableEnded) {
-    throw new WebhookVerificationError('body_already_parsed', PARSED)
-  }
-  return readStreamBody(req, maxBodyBytes, req.headers['content-length'])
+  if (body instanceof Uint8Array) return false
+  return (body !== undefined && typeof body !== 'object') || req.readableEnded
 }
 
 /**
@@ -61,24 +70,15 @@ export function webhooks(options: ExpressWebhooksOptions): RequestHandler {
   const on = 'on' in options ? options.on : undefined
   // Invalid options throw now, not on the first request (the receiver checks its own).
   const receiver = on ? createWebhookReceiver({ ...options, on }) : undefined
-  if (!receiver) resolveVerifyOptions(options)
-  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
+  const opts = receiver ? undefined : resolveVerifyOptions(options)
   return async (req: Request, res: Response, next: NextFunction) => {
-    const { method, headers } = req
+    if (req.method === 'POST' && parsedBefore(req)) return next(new WebhookVerificationError('body_already_parsed', PARSED))
+    if (receiver) return sendNode(res, await receiver.receive(req, expressTransport))
     try {
-      const body = receiver && method !== 'POST' ? new Uint8Array(0) : await rawBody(req, maxBodyBytes)
-      if (!receiver) {
-        req.webhook = await verifyWebhook({ body, headers }, options)
-        return next()
-      }
-      const answer = await receiver.handle({ method, body, headers })
-      res.writeHead(answer.status, answer.headers).end(answer.body)
+      req.webhook = (await verifyTransported(req, expressTransport, opts!)).delivery
     } catch (error) {
-      if (receiver && isWebhookVerificationError(error) && error.code !== 'body_already_parsed') {
-        const answer = errorResponse(error)
-        return void res.writeHead(answer.status, answer.headers).end(answer.body)
-      }
-      next(error)
+      return next(error)
     }
+    next()
   }
 }

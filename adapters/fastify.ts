@@ -1,18 +1,12 @@
 /**
- * `svc-webhooks/fastify`: a Fastify plugin that registers the webhook route in its own
- * encapsulated context, with a raw-buffer content-type parser (so the app's other routes keep
- * JSON parsing) and `bodyLimit` = `maxBodyBytes` (so Fastify refuses oversize bodies while
- * streaming). Fastify's own refusals are mapped to the core's answers; all policy lives in the core.
+ * `svc-webhooks/fastify`: a Fastify plugin that registers the webhook route. The core's request
+ * path runs in the route's `onRequest` hook on Node's own request, before Fastify parses
+ * anything: whatever the content type, the delivery reaches the core (never Fastify's 415), and
+ * the core's limits and read deadline apply. The app's other routes keep their parsers.
  */
-import type { FastifyError, FastifyPluginAsync, FastifyReply } from 'fastify'
-import {
-  createWebhookReceiver,
-  DEFAULT_MAX_BODY_BYTES,
-  errorResponse,
-  WebhookVerificationError,
-  type WebhookReceiverOptions,
-  type WebhookResponse,
-} from '../src/index.js'
+import type { FastifyPluginAsync } from 'fastify'
+import { createWebhookReceiver, type WebhookReceiverOptions } from '../src/index.js'
+import { nodeTransport } from './node.js'
 
 /** Options of {@link webhooksPlugin}: the receiver's options and the route's path. */
 export interface FastifyWebhooksOptions extends WebhookReceiverOptions {
@@ -23,13 +17,9 @@ export interface FastifyWebhooksOptions extends WebhookReceiverOptions {
   path?: string
 }
 
-function send(reply: FastifyReply, answer: WebhookResponse): FastifyReply {
-  return reply.code(answer.status).headers(answer.headers).send(answer.body)
-}
-
 /**
  * Registers the webhook route: verifies, deduplicates, runs the handler and answers. Register it
- * with `{ path, secret, on }`; it must not be wrapped in `fastify-plugin`, its parser is scoped to it.
+ * with `{ path, secret, on }`.
  *
  * @example
  * await app.register(webhooksPlugin, {
@@ -40,18 +30,14 @@ function send(reply: FastifyReply, answer: WebhookResponse): FastifyReply {
  */
 export const webhooksPlugin: FastifyPluginAsync<FastifyWebhooksOptions> = async (app, { path = '/', ...options }) => {
   const receiver = createWebhookReceiver(options)
-  const bodyLimit = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
-  app.removeAllContentTypeParsers()
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body))
-  app.setErrorHandler((error: FastifyError, _request, reply) => {
-    if (error.code !== 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.send(error)
-    const tooLarge = new WebhookVerificationError('body_too_large', `The body is larger than maxBodyBytes (${bodyLimit} bytes).`)
-    return send(reply, errorResponse(tooLarge))
-  })
-  app.all(path, { bodyLimit }, async (request, reply) => {
-    const { method, headers } = request
-    const body = request.body instanceof Uint8Array ? request.body : new Uint8Array(0)
-    return send(reply, await receiver.handle({ method, body, headers }))
+  app.all(path, {
+    onRequest: async (request, reply) => {
+      const answer = await receiver.receive(request.raw, nodeTransport)
+      if (answer.close) reply.header('connection', 'close')
+      return reply.code(answer.status).headers(answer.headers).send(answer.body)
+    },
+    // Never reached: onRequest always answers.
+    handler: async (_request, reply) => reply,
   })
 }
 

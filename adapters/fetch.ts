@@ -1,22 +1,29 @@
 /**
  * `svc-webhooks/fetch`: the Web-standard entry, `(request: Request) => Promise<Response>`, for
- * Bun.serve, Deno.serve, SvelteKit, React Router/Remix, Astro, Nuxt. The Next.js and Cloudflare
- * adapters are layers over it. Only translation here: all policy lives in the core.
+ * Bun.serve, Deno.serve, SvelteKit, React Router/Remix, Astro, Nuxt. The Next.js, Hono and
+ * Cloudflare adapters are layers over it. Supplies the core's request path with the method, a
+ * header and the body stream of a `Request`; all policy lives in the core.
  */
 import {
   createWebhookReceiver,
-  DEFAULT_MAX_BODY_BYTES,
-  errorResponse,
   readRequestBody,
-  verifyWebhook,
   type VerifiedDelivery,
   type VerifyOptions,
   type WebhookReceiverOptions,
   type WebhookResponse,
+  type WebhookTransport,
 } from '../src/index.js'
+import { verifyTransported } from '../src/transport.js'
 
 /** Options of {@link createFetchHandler}: the receiver's options. */
 export type FetchHandlerOptions = WebhookReceiverOptions
+
+/** The core's view of a Fetch `Request`. */
+export const fetchTransport: WebhookTransport<Request> = {
+  method: (request) => request.method,
+  header: (request, name) => request.headers.get(name) ?? undefined,
+  body: readRequestBody,
+}
 
 /**
  * Copies a core answer into a Fetch `Response`.
@@ -39,18 +46,7 @@ export function toResponse(answer: WebhookResponse): Response {
  */
 export function createFetchHandler(options: FetchHandlerOptions): (request: Request) => Promise<Response> {
   const receiver = createWebhookReceiver(options)
-  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
-  return async (request) => {
-    const { method, headers } = request
-    if (method !== 'POST') return toResponse(await receiver.handle({ method, body: new Uint8Array(0), headers }))
-    let body: Uint8Array
-    try {
-      body = await readRequestBody(request, maxBodyBytes)
-    } catch (error) {
-      return toResponse(errorResponse(error))
-    }
-    return toResponse(await receiver.handle({ method, body, headers }))
-  }
+  return async (request) => toResponse(await receiver.receive(request, fetchTransport))
 }
 
 const handlers = new WeakMap<FetchHandlerOptions, (request: Request) => Promise<Response>>()
@@ -73,12 +69,12 @@ export function handleRequest(request: Request, options: FetchHandlerOptions): P
 }
 
 /**
- * Verify-only: reads the body (size-limited) and verifies it; throws `WebhookVerificationError`.
+ * Verify-only: the header checks, the size-limited and deadline-limited read, and the signature;
+ * throws `WebhookVerificationError`.
  *
  * @example
  * const delivery = await verifyRequest(request, { secret })
  */
 export async function verifyRequest(request: Request, options: VerifyOptions): Promise<VerifiedDelivery> {
-  const body = await readRequestBody(request, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES)
-  return verifyWebhook({ body, headers: request.headers }, options)
+  return (await verifyTransported(request, fetchTransport, options)).delivery
 }

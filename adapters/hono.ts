@@ -1,23 +1,29 @@
 /**
  * `svc-webhooks/hono`: `webhooks(options)` middleware for Hono on any runtime (Node, Bun, Deno,
- * workerd): no `node:` import. Reads `c.req.raw` with the size limit enforced while streaming;
- * with `on` it answers with the core's receiver, without it sets `c.var.webhook` and calls
- * `next()`, refusing with Hono's HTTPException. All policy lives in the core.
+ * workerd): no `node:` import. On @hono/node-server it reads Node's own request (`c.env.incoming`:
+ * no Web stream or Headers object is built), elsewhere the Fetch `Request`. With `on` it answers
+ * with the core's receiver; without, it sets `c.var.webhook` and calls `next()`, refusing with
+ * Hono's HTTPException. All policy lives in the core.
  */
-import type { MiddlewareHandler } from 'hono'
+import type { Context, MiddlewareHandler } from 'hono'
 import { createMiddleware } from 'hono/factory'
 import { HTTPException } from 'hono/http-exception'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
 import { resolveVerifyOptions } from '../src/options.js'
 import {
+  createWebhookReceiver,
   errorResponse,
   isWebhookVerificationError,
+  readNodeBody,
   WebhookVerificationError,
+  type NodeBodyStream,
   type VerifiedDelivery,
   type VerifyOptions,
   type WebhookReceiverOptions,
+  type WebhookTransport,
 } from '../src/index.js'
-import { createFetchHandler, toResponse, verifyRequest } from './fetch.js'
+import { verifyTransported } from '../src/transport.js'
+import { fetchTransport, toResponse } from './fetch.js'
 
 /** Hono's Variables map after verify-only `webhooks(options)`: `c.var.webhook` / `c.get('webhook')`. */
 export type WebhookVariables = { webhook: VerifiedDelivery }
@@ -26,9 +32,31 @@ const PARSED =
   'svc-webhooks/hono: the request body was already read (c.req.json(), a validator, or another middleware), ' +
   'so the raw bytes the signature covers are gone. Put webhooks() first on the route, before any body reader.'
 
-function rawRequest(request: Request): Request {
-  if (request.bodyUsed) throw new WebhookVerificationError('body_already_parsed', PARSED)
-  return request
+/** Node's request as @hono/node-server passes it in `c.env.incoming`. */
+type NodeIncoming = NodeBodyStream & { method?: string; headers: Record<string, string | string[] | undefined>; readableDidRead?: boolean }
+
+function incomingOf(c: Context): NodeIncoming | undefined {
+  const incoming = (c.env as { incoming?: NodeIncoming } | undefined)?.incoming
+  return incoming && typeof incoming.on === 'function' && typeof incoming.headers === 'object' ? incoming : undefined
+}
+
+/** A body reader ran before us: the raw bytes are gone. */
+function readBefore(c: Context): boolean {
+  const incoming = incomingOf(c)
+  return incoming ? incoming.readableDidRead === true : c.req.raw.bodyUsed
+}
+
+/** Node's request when there is one, the Fetch `Request` otherwise. */
+const honoTransport: WebhookTransport<Context> = {
+  method: (c) => c.req.method,
+  header(c, name) {
+    const incoming = incomingOf(c)
+    return incoming ? incoming.headers[name] : fetchTransport.header(c.req.raw, name)
+  },
+  body(c, maxBodyBytes, timeoutMs) {
+    const incoming = incomingOf(c)
+    return incoming ? readNodeBody(incoming, maxBodyBytes, timeoutMs) : fetchTransport.body(c.req.raw, maxBodyBytes, timeoutMs)
+  },
 }
 
 /**
@@ -47,13 +75,17 @@ export function webhooks(options: VerifyOptions): MiddlewareHandler<{ Variables:
 export function webhooks(options: VerifyOptions & { on?: WebhookReceiverOptions['on'] }): MiddlewareHandler {
   const { on } = options
   if (on) {
-    const handle = createFetchHandler({ ...options, on })
-    return async (c) => handle(rawRequest(c.req.raw))
+    const receiver = createWebhookReceiver({ ...options, on })
+    return async (c) => {
+      if (readBefore(c)) throw new WebhookVerificationError('body_already_parsed', PARSED)
+      return toResponse(await receiver.receive(c, honoTransport))
+    }
   }
-  resolveVerifyOptions(options) // invalid options throw now, not on the first request
+  const opts = resolveVerifyOptions(options) // invalid options throw now, not on the first request
   return createMiddleware<{ Variables: WebhookVariables }>(async (c, next) => {
+    if (readBefore(c)) throw new WebhookVerificationError('body_already_parsed', PARSED)
     try {
-      c.set('webhook', await verifyRequest(rawRequest(c.req.raw), options))
+      c.set('webhook', (await verifyTransported(c, honoTransport, opts)).delivery)
     } catch (error) {
       if (!isWebhookVerificationError(error) || error.code === 'body_already_parsed') throw error
       const res = toResponse(errorResponse(error))

@@ -3,14 +3,46 @@
  * and function URLs (v2 shape). Only translation: the event's body back to the exact bytes sent,
  * its headers and method to the core's request, the core's answer to the proxy result shape.
  */
-import type { APIGatewayProxyEvent, APIGatewayProxyEventV2, Context } from 'aws-lambda'
 import { createWebhookReceiver, errorResponse, type WebhookReceiverOptions } from '../src/index.js'
 
 /** Options of {@link webhooks}: the receiver's options. */
 export type LambdaWebhookOptions = WebhookReceiverOptions
 
-/** An API Gateway REST (v1) proxy event, or an HTTP API (v2) / function URL event. */
-export type LambdaWebhookEvent = APIGatewayProxyEvent | APIGatewayProxyEventV2
+/** A header map as the events carry it (`APIGatewayProxyEventHeaders`); `null` when there is none. */
+type LambdaEventHeaders = { readonly [name: string]: string | undefined }
+
+/**
+ * An API Gateway REST API (payload 1.0) proxy event: only the fields read. Declared here rather
+ * than imported from `aws-lambda` so the package's types need no @types/aws-lambda; its
+ * `APIGatewayProxyEvent` (and the authorizer variants) fit this shape.
+ */
+interface LambdaRestApiEvent {
+  httpMethod: string
+  headers?: LambdaEventHeaders | null | undefined
+  /** Every value of a repeated header (`headers` has the last one only). */
+  multiValueHeaders?: { readonly [name: string]: readonly string[] | undefined } | null | undefined
+  body?: string | null | undefined
+  isBase64Encoded?: boolean | undefined
+}
+
+/**
+ * An HTTP API (payload 2.0) or function URL event: only the fields read. `APIGatewayProxyEventV2`
+ * and `LambdaFunctionURLEvent` from @types/aws-lambda (and the authorizer variants) fit this shape.
+ */
+interface LambdaHttpApiEvent {
+  requestContext: { readonly http: { readonly method: string } }
+  /** Repeated headers arrive comma-joined. */
+  headers?: LambdaEventHeaders | null | undefined
+  body?: string | null | undefined
+  isBase64Encoded?: boolean | undefined
+}
+
+/**
+ * An API Gateway REST (v1) proxy event, or an HTTP API (v2) / function URL event: the fields the
+ * handler reads, so the events typed by @types/aws-lambda (`APIGatewayProxyEvent`,
+ * `APIGatewayProxyEventV2`, `LambdaFunctionURLEvent`) can be passed as they are.
+ */
+export type LambdaWebhookEvent = LambdaRestApiEvent | LambdaHttpApiEvent
 
 /** The answer, valid for every event source above (`APIGatewayProxyResult` and the v2 result). */
 export interface LambdaWebhookResult {
@@ -31,6 +63,8 @@ function fromBase64(text: string): Uint8Array {
 /**
  * Creates a Lambda handler that verifies, deduplicates, dispatches and answers. Each instance of
  * the function keeps its own `MemoryStore`: give `store` a `RedisStore` so instances share dedupe.
+ * The handler fits @types/aws-lambda's `Handler`, `APIGatewayProxyHandler`,
+ * `APIGatewayProxyHandlerV2` and `LambdaFunctionURLHandler` (the Lambda context is not used).
  *
  * @example
  * import { webhooks } from 'svc-webhooks/lambda'
@@ -41,7 +75,7 @@ function fromBase64(text: string): Uint8Array {
  */
 export function webhooks(
   options: LambdaWebhookOptions,
-): (event: LambdaWebhookEvent, context?: Context) => Promise<LambdaWebhookResult> {
+): (event: LambdaWebhookEvent, context?: unknown) => Promise<LambdaWebhookResult> {
   const receiver = createWebhookReceiver(options)
   return async (event) => {
     const method = 'httpMethod' in event ? event.httpMethod : event.requestContext?.http?.method
@@ -55,6 +89,6 @@ export function webhooks(
     } catch (error) {
       answer = errorResponse(error)
     }
-    return { statusCode: answer.status, headers: answer.headers, body: answer.body, isBase64Encoded: false }
+    return { statusCode: answer.status, headers: { ...answer.headers }, body: answer.body, isBase64Encoded: false }
   }
 }

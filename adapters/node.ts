@@ -1,23 +1,31 @@
 /**
  * `svc-webhooks/node`: a `(req, res)` handler for `http.createServer` (and anything built on
- * Node's IncomingMessage/ServerResponse). Reads the raw bytes with the size limit enforced while
- * streaming and writes the core's answer; all policy lives in the core.
+ * Node's IncomingMessage/ServerResponse). Supplies the core's request path with the method, a
+ * header and the raw bytes of Node's request, and writes its answer; all policy lives in the core.
+ * The Express, Fastify, Hono (on @hono/node-server) and Next.js Pages adapters reuse both.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import {
   createWebhookReceiver,
-  DEFAULT_MAX_BODY_BYTES,
-  errorResponse,
-  readStreamBody,
+  readNodeBody,
   type WebhookReceiverOptions,
   type WebhookResponse,
+  type WebhookTransport,
 } from '../src/index.js'
 
 /** Options of {@link createNodeHandler}: the receiver's options. */
 export type NodeHandlerOptions = WebhookReceiverOptions
 
+/** The core's view of a Node request: its method, its headers (already lowercase), its stream. */
+export const nodeTransport: WebhookTransport<IncomingMessage> = {
+  method: (req) => req.method,
+  header: (req, name) => req.headers[name],
+  body: readNodeBody,
+}
+
 /** Writes a core answer to a Node response. */
-function send(res: ServerResponse, answer: WebhookResponse): void {
+export function sendNode(res: ServerResponse, answer: WebhookResponse): void {
+  if (answer.close) res.setHeader('connection', 'close')
   res.writeHead(answer.status, answer.headers).end(answer.body)
 }
 
@@ -31,17 +39,5 @@ function send(res: ServerResponse, answer: WebhookResponse): void {
  */
 export function createNodeHandler(options: NodeHandlerOptions): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   const receiver = createWebhookReceiver(options)
-  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
-  return async (req, res) => {
-    const { method, headers } = req
-    let body: Uint8Array = new Uint8Array(0)
-    if (method === 'POST') {
-      try {
-        body = await readStreamBody(req, maxBodyBytes, req.headers['content-length'])
-      } catch (error) {
-        return send(res, errorResponse(error))
-      }
-    }
-    send(res, await receiver.handle({ method, body, headers }))
-  }
+  return async (req, res) => sendNode(res, await receiver.receive(req, nodeTransport))
 }

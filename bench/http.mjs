@@ -28,7 +28,7 @@ const CASES = [
 // `--diagnose`: bare routes that read the body with the core's own readers, to tell the cost of
 // reading a body from the cost of verifying and deduplicating it.
 const DIAGNOSE = [
-  { framework: 'express', mode: 'read-stream', label: 'Express 5, route reading with readStreamBody()' },
+  { framework: 'express', mode: 'read-stream', label: 'Express 5, route reading with readNodeBody()' },
   { framework: 'hono', mode: 'read-request', label: 'Hono on @hono/node-server, route reading with readRequestBody()' },
 ]
 
@@ -44,8 +44,8 @@ async function serve(framework, mode) {
     const app = express()
     if (mode === 'bare') app.post(PATH, express.raw({ type: '*/*' }), (req, res) => res.status(200).json({ ok: true, bytes: req.body.length }))
     else if (mode === 'read-stream') {
-      const { readStreamBody } = await import('svc-webhooks')
-      app.post(PATH, async (req, res) => res.status(200).json({ ok: true, bytes: (await readStreamBody(req, 1 << 20, req.headers['content-length'])).byteLength }))
+      const { readNodeBody } = await import('svc-webhooks')
+      app.post(PATH, async (req, res) => res.status(200).json({ ok: true, bytes: (await readNodeBody(req, 1 << 20)).byteLength }))
     } else {
       const { webhooks } = await import('svc-webhooks/express')
       app.post(PATH, webhooks({ secret: SECRET, on }))

@@ -30,6 +30,11 @@ export const ERROR_STATUS = {
   invalid_signature: 401,
   /** The verified body is not UTF-8 JSON, or not an object with a string `event`. */
   invalid_json: 400,
+  /**
+   * The body was still arriving when the read deadline (`bodyTimeoutMs`) passed. 503 so the
+   * sender retries: a 408 would be a permanent 4xx to it (spec/service-api.md §6.3).
+   */
+  body_timeout: 503,
 } as const
 
 /** The `code` of a {@link WebhookVerificationError}. */
@@ -59,11 +64,6 @@ export class WebhookVerificationError extends Error {
     this.code = code
     this.status = ERROR_STATUS[code]
     Object.defineProperty(this, BRAND, { value: true })
-  }
-
-  /** True for a WebhookVerificationError from any copy of this package (ESM/CJS, another realm). */
-  static is(value: unknown): value is WebhookVerificationError {
-    return isWebhookVerificationError(value)
   }
 }
 

@@ -17,9 +17,12 @@ export {
   HEADER_SIGNATURE_V1,
   HEADER_SIGNATURE_V2,
   HEADER_TIMESTAMP,
+  type HeaderGetter,
+  type HeaderValue,
   type WebhookHeaders,
-  type WebhookInput,
-} from './input.js'
+} from './headers.js'
+export type { WebhookInput } from './input.js'
+export { ANSWERS, type AnswerName, type AnswerRow } from './answers.js'
 export { DEFAULT_MAX_BODY_BYTES, DEFAULT_TOLERANCE_SECONDS, type VerifyOptions } from './options.js'
 export {
   createWebhookReceiver,
@@ -33,8 +36,9 @@ export {
   type WebhookRequest,
   type WebhookResponse,
   type WebhookResult,
+  type WebhookTransport,
 } from './receiver.js'
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js'
 export type { ClaimResult, IdempotencyStore } from './stores/store.js'
 export { verifySignature, verifyWebhook, type VerifiedDelivery, type VerifiedSignature } from './verify.js'
-export { checkContentLength, readRequestBody, readStreamBody } from './read-body.js'
+export { DEFAULT_BODY_TIMEOUT_MS, readNodeBody, readRequestBody, type NodeBodyStream } from './read-body.js'

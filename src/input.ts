@@ -1,11 +1,9 @@
 /**
- * What a delivery looks like to the core: raw body bytes and headers, in whichever form the
- * framework has them. Reading a header and turning the body into bytes live here.
+ * What a delivery looks like to the core when the caller already holds the body: raw bytes (or
+ * the UTF-8 text as received) and headers. Turning that body into bytes, size-checked, lives here.
  */
 import { WebhookVerificationError } from './errors.js'
-
-/** Headers as a Fetch `Headers`, or a plain record as Node's `IncomingHttpHeaders` (any case). */
-export type WebhookHeaders = Headers | { readonly [name: string]: string | readonly string[] | undefined }
+import type { WebhookHeaders } from './headers.js'
 
 /** A delivery as received: the raw body exactly as sent, and the request headers. */
 export interface WebhookInput {
@@ -14,30 +12,7 @@ export interface WebhookInput {
   headers: WebhookHeaders
 }
 
-export const HEADER_ID = 'svc-webhook-id'
-export const HEADER_TIMESTAMP = 'svc-webhook-timestamp'
-export const HEADER_SIGNATURE_V2 = 'svc-webhook-signature-v2'
-export const HEADER_SIGNATURE_V1 = 'svc-webhook-signature'
-export const HEADER_EVENT = 'svc-webhook-event'
-
 const encoder = new TextEncoder()
-
-/**
- * Reads one header. Several values (a repeated header) come back as an array so each caller
- * decides: signatures may be joined, an id or timestamp may not.
- */
-export function getHeader(headers: WebhookHeaders, name: string): string | readonly string[] | undefined {
-  if (typeof (headers as Headers).get === 'function' && typeof (headers as Headers).has === 'function') {
-    return (headers as Headers).get(name) ?? undefined
-  }
-  const record = headers as Record<string, string | readonly string[] | undefined>
-  const exact = record[name]
-  if (exact !== undefined) return exact
-  for (const key in record) {
-    if (key.length === name.length && key.toLowerCase() === name) return record[key]
-  }
-  return undefined
-}
 
 const PARSED_BODY_FIX =
   'The raw request body is needed to verify the signature, but a parsed object was passed. ' +

@@ -3,6 +3,7 @@
  * invalid options into a startup error instead of a silent pass (STYLE.md "Options").
  */
 import { importSecret, type SecretKey } from '#crypto'
+import { DEFAULT_BODY_TIMEOUT_MS } from './read-body.js'
 
 /** Options shared by `verifyWebhook`, `createWebhookReceiver` and every adapter. */
 export interface VerifyOptions {
@@ -30,6 +31,13 @@ export interface VerifyOptions {
    */
   maxBodyBytes?: number
   /**
+   * The read deadline: a body still arriving after this many milliseconds is abandoned and
+   * answered 503 with `Retry-After` (never 408, which the sender would treat as permanent).
+   * Where the platform buffers the body before your code runs (Lambda, Next.js Edge), it has no effect.
+   * @default 10000 (the sender's own timeout)
+   */
+  bodyTimeoutMs?: number
+  /**
    * The clock, in milliseconds since the epoch. Inject a fixed one in tests.
    * @default Date.now
    */
@@ -43,6 +51,7 @@ export interface ResolvedVerifyOptions {
   toleranceSeconds: number
   allowV1: boolean
   maxBodyBytes: number
+  bodyTimeoutMs: number
   now: () => number
   /** True when a secret lacks the `svc_whsec_` prefix: a hint for the signature error. */
   unprefixedSecret: boolean
@@ -71,6 +80,7 @@ export function resolveVerifyOptions(options: VerifyOptions): ResolvedVerifyOpti
     toleranceSeconds = DEFAULT_TOLERANCE_SECONDS,
     allowV1 = false,
     maxBodyBytes = DEFAULT_MAX_BODY_BYTES,
+    bodyTimeoutMs = DEFAULT_BODY_TIMEOUT_MS,
     now = Date.now,
   } = options
   const secrets: readonly string[] = typeof secret === 'string' ? [secret] : Array.isArray(secret) ? [...secret] : []
@@ -91,6 +101,9 @@ export function resolveVerifyOptions(options: VerifyOptions): ResolvedVerifyOpti
   if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0) {
     fail('`maxBodyBytes` must be a positive whole number of bytes (default 1048576).')
   }
+  if (typeof bodyTimeoutMs !== 'number' || !Number.isFinite(bodyTimeoutMs) || bodyTimeoutMs <= 0) {
+    fail('`bodyTimeoutMs` must be a positive number of milliseconds (default 10000).')
+  }
   if (typeof allowV1 !== 'boolean') fail('`allowV1` must be a boolean.')
   if (typeof now !== 'function') fail('`now` must be a function returning milliseconds since the epoch.')
   const resolved: ResolvedVerifyOptions = {
@@ -99,6 +112,7 @@ export function resolveVerifyOptions(options: VerifyOptions): ResolvedVerifyOpti
     toleranceSeconds,
     allowV1,
     maxBodyBytes,
+    bodyTimeoutMs,
     now,
     unprefixedSecret: secrets.some((s) => !s.startsWith(SECRET_PREFIX)),
   }

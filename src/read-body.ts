@@ -1,11 +1,15 @@
 /**
- * Reading a request body as raw bytes with the size limit enforced while streaming (DESIGN.md
- * rule 8): a declared Content-Length over the limit is refused before reading anything, and a
- * stream is abandoned as soon as it passes the limit, never buffered whole.
+ * Reading a request body as raw bytes, bounded in size and in time (DESIGN.md rule 8 and the
+ * read deadline): a declared Content-Length over the limit is refused before reading anything, a
+ * stream is abandoned as soon as it passes the limit, and a body still arriving when the deadline
+ * passes is abandoned with `body_timeout` (503, retried), so a stalled sender cannot hold memory
+ * or a connection for minutes. One reader for Node streams, one for Web streams.
  */
+import { WebhookVerificationError } from './errors.js'
 import { tooLarge } from './input.js'
 
-const DIGITS = /^\d+$/
+/** The read deadline's default: the sender's own timeout (spec/service-api.md §6.3), 10 s. */
+export const DEFAULT_BODY_TIMEOUT_MS = 10_000
 
 /** Joins chunks into one buffer (no copy for a single chunk). */
 function join(chunks: Uint8Array[], total: number): Uint8Array {
@@ -19,68 +23,129 @@ function join(chunks: Uint8Array[], total: number): Uint8Array {
   return out
 }
 
-/** Throws `body_too_large` when a declared Content-Length is over the limit. */
-export function checkContentLength(value: string | null | undefined, maxBodyBytes: number): void {
-  if (value == null || value === '') return
+/** True when a Content-Length header declares more than `maxBodyBytes`. */
+export function declaresTooMuch(value: string | readonly string[] | null | undefined, maxBodyBytes: number): boolean {
+  if (value == null || value === '' || typeof value !== 'string') return false
   const declared = Number(value)
-  if (Number.isFinite(declared) && declared > maxBodyBytes) throw tooLarge(maxBodyBytes)
+  return Number.isFinite(declared) && declared > maxBodyBytes
+}
+
+export function bodyTimeout(timeoutMs: number): WebhookVerificationError {
+  return new WebhookVerificationError(
+    'body_timeout',
+    `The body was still arriving after ${timeoutMs} ms (bodyTimeoutMs). Answered 503 so the sender retries; ` +
+      'raise bodyTimeoutMs if a proxy in front of this server buffers slowly.',
+  )
+}
+
+const encoder = new TextEncoder()
+
+/** The part of a Node.js `IncomingMessage` (or any Readable) the reader uses. */
+export interface NodeBodyStream {
+  on(event: string, listener: (...args: any[]) => void): unknown
+  removeListener(event: string, listener: (...args: any[]) => void): unknown
+  resume(): unknown
+  destroy(error?: Error): unknown
+  readonly readableEnded?: boolean
 }
 
 /**
- * Reads an async iterable of chunks (a Node.js `IncomingMessage`, any Readable) up to `maxBodyBytes`.
+ * Keeps reading and dropping the rest of a refused body, so the answer already sent reaches the
+ * client: closing a socket with unread bytes makes TCP send a reset, which a client still writing
+ * sees as a broken pipe instead of the 413. Bounded: after `timeoutMs` the stream is destroyed.
+ */
+function discard(stream: NodeBodyStream, timeoutMs: number): void {
+  if (stream.readableEnded) return
+  const timer = setTimeout(() => {
+    if (!stream.readableEnded) stream.destroy()
+  }, timeoutMs)
+  ;(timer as { unref?: () => void }).unref?.()
+  const done = () => clearTimeout(timer)
+  stream.on('end', done)
+  stream.on('close', done)
+  stream.resume()
+}
+
+/**
+ * Reads a Node.js stream (`IncomingMessage`) up to `maxBodyBytes` within `timeoutMs`. Past the
+ * limit it rejects with `body_too_large`, past the deadline with `body_timeout`; either way the
+ * rest of the body is read and dropped in the background (bounded by `timeoutMs`) so the answer
+ * reaches the client.
  *
  * @example
- * const body = await readStreamBody(req, 1024 * 1024, req.headers['content-length'])
+ * const body = await readNodeBody(req, 1024 * 1024, 10_000)
  */
-export async function readStreamBody(
-  stream: AsyncIterable<Uint8Array | string>,
-  maxBodyBytes: number,
-  contentLength?: string | null,
-): Promise<Uint8Array> {
-  checkContentLength(contentLength, maxBodyBytes)
-  const chunks: Uint8Array[] = []
-  let total = 0
-  const encoder = new TextEncoder()
-  for await (const part of stream) {
-    const chunk = typeof part === 'string' ? encoder.encode(part) : part
-    total += chunk.byteLength
-    if (total > maxBodyBytes) throw tooLarge(maxBodyBytes)
-    chunks.push(chunk)
+export function readNodeBody(stream: NodeBodyStream, maxBodyBytes: number, timeoutMs = DEFAULT_BODY_TIMEOUT_MS): Promise<Uint8Array> {
+  if (stream.readableEnded) {
+    return Promise.reject(new WebhookVerificationError('body_already_parsed', 'The request body was already read, so the raw bytes the signature covers are gone.'))
   }
-  return join(chunks, total)
+  return new Promise<Uint8Array>((resolve, reject) => {
+    const chunks: Uint8Array[] = []
+    let total = 0
+    const stop = (error: Error | undefined) => {
+      clearTimeout(timer)
+      stream.removeListener('data', onData)
+      stream.removeListener('end', onEnd)
+      stream.removeListener('error', onError)
+      stream.removeListener('close', onClose)
+      if (error === undefined) return resolve(join(chunks, total))
+      chunks.length = 0
+      if (!stream.readableEnded) discard(stream, timeoutMs)
+      reject(error)
+    }
+    const onData = (part: Uint8Array | string) => {
+      const chunk = typeof part === 'string' ? encoder.encode(part) : part
+      total += chunk.byteLength
+      if (total > maxBodyBytes) return stop(tooLarge(maxBodyBytes))
+      chunks.push(chunk)
+    }
+    const onEnd = () => stop(undefined)
+    const onError = (error: Error) => stop(error)
+    const onClose = () => stop(new Error('svc-webhooks: the client closed the connection before the body was complete.'))
+    const timer = setTimeout(() => stop(bodyTimeout(timeoutMs)), timeoutMs)
+    stream.on('data', onData)
+    stream.on('end', onEnd)
+    stream.on('error', onError)
+    stream.on('close', onClose)
+  })
 }
 
 /**
- * Reads a Fetch `Request` body up to `maxBodyBytes`, cancelling the stream once it is over.
+ * Reads a Fetch `Request` body up to `maxBodyBytes` within `timeoutMs`, cancelling the stream once
+ * it is over either. The declared Content-Length is only used to refuse early: a `Request` built
+ * in-process (a proxy, a wrapper) may declare anything, so the bytes are counted as they arrive.
  *
  * @example
  * const body = await readRequestBody(request, 1024 * 1024)
  */
-export async function readRequestBody(request: Request, maxBodyBytes: number): Promise<Uint8Array> {
-  const declared = request.headers.get('content-length')
-  checkContentLength(declared, maxBodyBytes)
-  if (declared !== null && DIGITS.test(declared)) {
-    // The HTTP parser that framed this body stops at the declared length, which is within the
-    // limit: the runtime's own arrayBuffer() is then bounded, and much cheaper than a stream
-    // reader (on @hono/node-server, touching `request.body` builds a whole Web stream: 5x fewer
-    // requests/s, issue 5). The size is checked again for a Request built in-process.
-    const bytes = new Uint8Array(await request.arrayBuffer())
-    if (bytes.byteLength > maxBodyBytes) throw tooLarge(maxBodyBytes)
-    return bytes
-  }
+export async function readRequestBody(request: Request, maxBodyBytes: number, timeoutMs = DEFAULT_BODY_TIMEOUT_MS): Promise<Uint8Array> {
+  if (declaresTooMuch(request.headers.get('content-length'), maxBodyBytes)) throw tooLarge(maxBodyBytes)
   if (request.body === null) return new Uint8Array(0)
   const reader = request.body.getReader()
+  let timedOut = false
+  // Cancelling makes the pending read() resolve as done: no race of promises per chunk.
+  const timer = setTimeout(() => {
+    timedOut = true
+    reader.cancel().catch(() => undefined)
+  }, timeoutMs)
   const chunks: Uint8Array[] = []
   let total = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    total += value.byteLength
-    if (total > maxBodyBytes) {
-      await reader.cancel().catch(() => undefined)
-      throw tooLarge(maxBodyBytes)
+  try {
+    for (;;) {
+      const { done, value } = await reader.read().catch((error: unknown) => {
+        throw timedOut ? bodyTimeout(timeoutMs) : error
+      })
+      if (timedOut) throw bodyTimeout(timeoutMs)
+      if (done) break
+      total += value.byteLength
+      if (total > maxBodyBytes) {
+        await reader.cancel().catch(() => undefined)
+        throw tooLarge(maxBodyBytes)
+      }
+      chunks.push(value)
     }
-    chunks.push(value)
+  } finally {
+    clearTimeout(timer)
   }
   return join(chunks, total)
 }

@@ -3,13 +3,20 @@
  * release, and answer with the status that keeps the sender's retry promise (DESIGN.md answers
  * table; spec/service-api.md §6.3: 5xx and 429 are retried, every other 4xx is permanent).
  */
-import { isWebhookVerificationError, type WebhookErrorCode } from './errors.js'
+import { hmac } from '#crypto'
+import { ANSWERS, DEFAULT_ANSWERS, renderAnswers, type AnswerName, type RenderedAnswers, type WebhookAnswerCode, type WebhookOutcome, type WebhookResponse } from './answers.js'
+import { isWebhookVerificationError } from './errors.js'
 import type { WebhookEventMap } from './events.js'
-import type { WebhookInput } from './input.js'
-import { resolveVerifyOptions, type VerifyOptions } from './options.js'
+import { getHeader, type SignedHeaders } from './headers.js'
+import { verifyTransported, type WebhookTransport } from './transport.js'
+import { toBytes, type WebhookInput } from './input.js'
+import { resolveVerifyOptions, type ResolvedVerifyOptions, type VerifyOptions } from './options.js'
 import { MemoryStore } from './stores/memory.js'
-import type { IdempotencyStore } from './stores/store.js'
-import { verifyWebhook, type VerifiedDelivery } from './verify.js'
+import type { ClaimResult, IdempotencyStore } from './stores/store.js'
+import type { VerifiedDelivery } from './verify.js'
+
+export type { WebhookAnswerCode, WebhookOutcome, WebhookResponse } from './answers.js'
+export type { WebhookTransport } from './transport.js'
 
 /** A handler for one event type: the typed event first, the verified delivery second. */
 export type WebhookHandler<E = WebhookEventMap[keyof WebhookEventMap]> = (
@@ -19,20 +26,6 @@ export type WebhookHandler<E = WebhookEventMap[keyof WebhookEventMap]> = (
 
 /** Handlers by event type. A type with no handler is answered 2xx and ignored (the catalog grows). */
 export type WebhookHandlers = { [K in keyof WebhookEventMap]?: WebhookHandler<WebhookEventMap[K]> }
-
-/** How a delivery ended, as reported to `onResult`. */
-export type WebhookOutcome =
-  | 'processed'
-  | 'duplicate'
-  | 'ignored'
-  | 'in_flight'
-  | 'handler_failed'
-  | 'store_unavailable'
-  | 'refused'
-  | 'method_not_allowed'
-
-/** The `code` in an answer's JSON body. */
-export type WebhookAnswerCode = WebhookErrorCode | Exclude<WebhookOutcome, 'processed' | 'refused'> | 'internal_error'
 
 /** One delivery's result, for logging and metrics. Never holds the body or a secret. */
 export interface WebhookResult {
@@ -83,8 +76,11 @@ export interface WebhookReceiverOptions extends VerifyOptions {
    * @default 5
    */
   retryAfterSeconds?: number
-  /** Called once per request with its result: the logging and metrics hook. Must not throw. */
-  onResult?: (result: WebhookResult) => void
+  /**
+   * Called once per request with its result: the logging and metrics hook. May be sync or async;
+   * a throw or a rejection is swallowed and never changes the answer.
+   */
+  onResult?: (result: WebhookResult) => unknown
 }
 
 /** A request as the receiver sees it. `method`, when given, must be POST. */
@@ -92,19 +88,20 @@ export interface WebhookRequest extends WebhookInput {
   method?: string
 }
 
-/** The answer to send: adapters copy it to their framework's response as is. */
-export interface WebhookResponse {
-  status: number
-  headers: Record<string, string>
-  body: string
-}
-
-/** A receiver: `handle` is the whole flow. */
+/** A receiver: `handle` and `receive` are the whole flow. */
 export interface WebhookReceiver {
+  /** Receives a request whose body the caller already holds. */
   handle(request: WebhookRequest): Promise<WebhookResponse>
-  /** The receiver's options after validation. */
+  /**
+   * Receives a framework's request through a transport: method, declared length and every header
+   * check run before the body is read, then the bounded, deadline-limited read, verification,
+   * dedupe and the answer.
+   */
+  receive<R>(request: R, transport: WebhookTransport<R>): Promise<WebhookResponse>
+  /** The receiver's options as given (validated when the receiver was created). */
   readonly options: Readonly<WebhookReceiverOptions>
 }
+
 
 const DEFAULT_LEASE_MS = 60_000
 const DEFAULT_RETENTION_MS = 72 * 60 * 60 * 1000
@@ -115,28 +112,59 @@ function positive(value: unknown, name: string): void {
   }
 }
 
-const JSON_HEADERS = { 'content-type': 'application/json' }
-
-function answer(status: number, body: object, extra?: Record<string, string>): WebhookResponse {
-  return { status, headers: extra ? { ...JSON_HEADERS, ...extra } : { ...JSON_HEADERS }, body: JSON.stringify(body) }
+/** The answer's name for an error: a verification error's own code, anything else `internal_error`. */
+function answerNameOf(error: unknown): AnswerName {
+  return isWebhookVerificationError(error) ? error.code : 'internal_error'
 }
 
 /**
  * Turns any error thrown while receiving into the answer: a verification error's own status
- * and code, anything else 500 `internal_error` (retried by the sender). Adapters use it for
- * errors they meet before `handle`, such as an oversize body while streaming.
+ * and code, anything else 500 `internal_error` (retried by the sender).
  *
  * @example
  * const res = errorResponse(err) // { status: 413, body: '{"ok":false,"code":"body_too_large"}' }
  */
 export function errorResponse(error: unknown): WebhookResponse {
-  if (isWebhookVerificationError(error)) return answer(error.status, { ok: false, code: error.code })
-  return answer(500, { ok: false, code: 'internal_error' })
+  return DEFAULT_ANSWERS[answerNameOf(error)]
+}
+
+/**
+ * The dedupe namespace of an endpoint: `%` and `:` percent-encoded, so `<namespace>:<id>` splits
+ * at its first `:` and no endpoint and id can make another pair's key. Names without those two
+ * characters keep the keys they always had.
+ */
+export function endpointNamespace(endpoint: string): string {
+  return endpoint.replace(/[%:]/g, (c) => (c === '%' ? '%25' : '%3A'))
+}
+
+/**
+ * The replay key of a v1-verified delivery: what the v1 signature covers (timestamp and body),
+ * as an HMAC under the matched secret. A space never occurs in a delivery id, so it cannot
+ * collide with an id key. An exact replay finds it; a genuine v1 retry carries a fresh timestamp
+ * (spec/service-api.md §6.2) and gets a new one.
+ */
+async function v1ReplayKey(namespace: string, signed: SignedHeaders, opts: ResolvedVerifyOptions, delivery: VerifiedDelivery): Promise<string> {
+  const digest = await hmac(opts.keys[delivery.secretIndex]!, `${signed.timestampText}.`, delivery.rawBody)
+  let hex = ''
+  for (let i = 0; i < digest.length; i++) hex += digest[i]!.toString(16).padStart(2, '0')
+  return `${namespace}:v1 ${signed.timestampText}.${hex}`
+}
+
+/** A store call that may throw synchronously, or return a plain value instead of a promise. */
+async function call<T>(operation: () => T | Promise<T>): Promise<T> {
+  return operation()
+}
+
+/** The transport of `handle`: the body is already bytes. */
+const HELD: WebhookTransport<{ method?: string; headers: WebhookInput['headers']; bytes: Uint8Array }> = {
+  method: (request) => request.method,
+  header: (request, name) => (name === 'content-length' ? undefined : getHeader(request.headers, name)),
+  body: (request) => request.bytes,
 }
 
 /**
  * Creates a receiver: verification, exactly-once processing and the answers table in one
- * framework-neutral `handle`. Invalid options throw here, not on the first request.
+ * framework-neutral flow. Invalid options throw here, not on the first request.
  *
  * @example
  * const receiver = createWebhookReceiver({
@@ -146,7 +174,7 @@ export function errorResponse(error: unknown): WebhookResponse {
  * const { status, headers, body } = await receiver.handle({ method: 'POST', body: rawBytes, headers: reqHeaders })
  */
 export function createWebhookReceiver(options: WebhookReceiverOptions): WebhookReceiver {
-  resolveVerifyOptions(options)
+  const opts = resolveVerifyOptions(options)
   const {
     on,
     store = new MemoryStore(),
@@ -172,119 +200,132 @@ export function createWebhookReceiver(options: WebhookReceiverOptions): WebhookR
   positive(retentionMs, 'retentionMs')
   positive(retryAfterSeconds, 'retryAfterSeconds')
   const handlers = on as Record<string, WebhookHandler<unknown> | undefined>
-  const retryAfter = { 'retry-after': String(Math.ceil(retryAfterSeconds)) }
-  const now = options.now ?? Date.now
+  const answers: RenderedAnswers = renderAnswers(retryAfterSeconds)
+  const namespace = endpointNamespace(endpoint)
+  const { maxBodyBytes, now } = opts
 
-  async function run(request: WebhookRequest, result: WebhookResult): Promise<WebhookResponse> {
-    if (request.method !== undefined && request.method.toUpperCase() !== 'POST') {
-      result.outcome = 'method_not_allowed'
-      result.code = 'method_not_allowed'
-      return answer(405, { ok: false, code: 'method_not_allowed' }, { allow: 'POST' })
-    }
+  /** Settles `result` with a row of the table and returns that row's answer. */
+  function end(result: WebhookResult, name: AnswerName, error?: unknown): WebhookResponse {
+    const answer = answers[name]
+    result.outcome = ANSWERS[name].outcome
+    if (name !== 'processed') result.code = name
+    if (error !== undefined) result.error = error
+    return answer
+  }
+
+  async function run<R>(request: R, transport: WebhookTransport<R>, result: WebhookResult): Promise<WebhookResponse> {
+    const method = transport.method(request)
+    if (method !== undefined && method.toUpperCase() !== 'POST') return end(result, 'method_not_allowed')
+    let signed: SignedHeaders
     let delivery: VerifiedDelivery
     try {
-      delivery = await verifyWebhook(request, options)
+      ;({ signed, delivery } = await verifyTransported(request, transport, opts))
     } catch (error) {
-      result.outcome = 'refused'
-      result.error = error
-      if (isWebhookVerificationError(error)) result.code = error.code
-      else result.code = 'internal_error'
-      return errorResponse(error)
+      return end(result, answerNameOf(error), error)
     }
     const type = delivery.event.event
     result.id = delivery.id
     result.eventType = type
     result.signatureVersion = delivery.signatureVersion
     const handler = Object.hasOwn(handlers, type) ? handlers[type] : undefined
-    if (handler === undefined) {
-      result.outcome = 'ignored'
-      result.code = 'ignored'
-      return answer(200, { ok: true, ignored: true })
-    }
+    if (handler === undefined) return end(result, 'ignored')
 
-    // A v1 signature does not cover the id, so the id cannot be trusted as a dedupe key (spec §6.2).
-    if (delivery.signatureVersion === 'v1') return runHandler(handler, delivery, result)
-
-    const key = `${endpoint}:${delivery.id}`
+    // A v2 signature covers the id, the dedupe key. A v1 signature does not (spec §6.2): its
+    // replay key is what it signs. With allowV1, a v2 delivery holds both, so stripping its v2
+    // header to replay it as v1 finds the completion too.
+    const keys: string[] = []
+    if (delivery.signatureVersion === 'v2') keys.push(`${namespace}:${delivery.id}`)
+    if (opts.allowV1) keys.push(await v1ReplayKey(namespace, signed, opts, delivery))
     const owner = crypto.randomUUID()
-    let claim
-    try {
-      claim = await store.claim(key, owner, leaseMs)
-    } catch (error) {
-      result.outcome = 'store_unavailable'
-      result.code = 'store_unavailable'
-      result.error = error
-      return answer(503, { ok: false, code: 'store_unavailable' }, retryAfter)
-    }
-    if (claim === 'completed') {
-      result.outcome = 'duplicate'
-      result.code = 'duplicate'
-      return answer(200, { ok: true, duplicate: true })
-    }
-    if (claim === 'in_flight') {
-      // Never 409: the sender treats it as permanent and would drop a delivery still being processed.
-      result.outcome = 'in_flight'
-      result.code = 'in_flight'
-      return answer(429, { ok: false, code: 'in_flight' }, retryAfter)
-    }
-    const response = await runHandler(handler, delivery, result)
-    if (result.outcome === 'processed') {
-      // The handler's work is done: answer 2xx even if recording it fails, and report the failure.
-      const owned = await store.complete(key, owner, retentionMs).catch((error: unknown) => {
-        result.error = error
-      })
-      if (owned === false) {
-        // The lease ran out while the handler ran, so another request may have run it too (issue 4).
-        result.error = new Error('svc-webhooks: the handler outlasted `leaseMs`; another request may also have run it. Raise `leaseMs` or make the handler idempotent.')
+    const held: string[] = []
+    for (const key of keys) {
+      let claim: ClaimResult
+      try {
+        claim = await call(() => store.claim(key, owner, leaseMs))
+      } catch (error) {
+        await releaseAll(held, owner)
+        return end(result, 'store_unavailable', error)
       }
-    } else {
-      // If this fails too, the lease expires and the retry runs the handler then.
-      await store.release(key, owner).catch(() => undefined)
+      if (claim !== 'claimed') {
+        await releaseAll(held, owner)
+        return end(result, claim === 'completed' ? 'duplicate' : 'in_flight')
+      }
+      held.push(key)
     }
-    return response
-  }
 
-  async function runHandler(
-    handler: WebhookHandler<unknown>,
-    delivery: VerifiedDelivery,
-    result: WebhookResult,
-  ): Promise<WebhookResponse> {
     try {
       await handler(delivery.event, delivery as VerifiedDelivery<unknown>)
     } catch (error) {
-      result.outcome = 'handler_failed'
-      result.code = 'handler_failed'
-      result.error = error
-      return answer(500, { ok: false, code: 'handler_failed' })
+      // If releasing fails too, the lease expires and the retry runs the handler then.
+      await releaseAll(held, owner)
+      return end(result, 'handler_failed', error)
     }
-    result.outcome = 'processed'
-    return answer(200, { ok: true })
+    // The handler's work is done: answer 2xx even if recording it fails, and report the failure.
+    for (const key of held) {
+      try {
+        const owned = await call(() => store.complete(key, owner, retentionMs))
+        if (owned === false) {
+          // The lease ran out while the handler ran, so another request may have run it too.
+          result.error = new Error(
+            'svc-webhooks: the handler outlasted `leaseMs`; another request may also have run it. Raise `leaseMs` or make the handler idempotent.',
+          )
+        }
+      } catch (error) {
+        result.error = error
+      }
+    }
+    return end(result, 'processed')
+  }
+
+  async function releaseAll(keys: readonly string[], owner: string): Promise<void> {
+    for (const key of keys) await call(() => store.release(key, owner)).catch(() => undefined)
+  }
+
+  function report(result: WebhookResult): void {
+    if (!onResult) return
+    try {
+      const returned = onResult(result)
+      // A rejected promise from an async hook must not become an unhandled rejection.
+      if (returned !== null && typeof returned === 'object' && typeof (returned as Promise<unknown>).then === 'function') {
+        ;(returned as Promise<unknown>).then(undefined, () => undefined)
+      }
+    } catch {
+      // A logging hook must not turn a processed delivery into a failure.
+    }
+  }
+
+  async function receive<R>(request: R, transport: WebhookTransport<R>): Promise<WebhookResponse> {
+    const started = now()
+    const result: WebhookResult = { outcome: 'processed', status: 0, durationMs: 0 }
+    let response: WebhookResponse
+    try {
+      response = await run(request, transport, result)
+    } catch (error) {
+      response = end(result, answerNameOf(error), error)
+    }
+    result.status = response.status
+    result.durationMs = now() - started
+    report(result)
+    return response
   }
 
   return {
     options,
-    async handle(request) {
-      const started = now()
-      const result: WebhookResult = { outcome: 'processed', status: 0, durationMs: 0 }
-      let response: WebhookResponse
+    receive,
+    handle(request) {
+      const method = request?.method
+      let bytes: Uint8Array
       try {
-        response = await run(request, result)
+        if (method !== undefined && method.toUpperCase() !== 'POST') bytes = new Uint8Array(0)
+        else bytes = toBytes(request?.body, maxBodyBytes)
       } catch (error) {
-        result.outcome = 'refused'
-        result.code = 'internal_error'
-        result.error = error
-        response = errorResponse(error)
+        const result: WebhookResult = { outcome: 'refused', status: 0, durationMs: 0 }
+        const response = end(result, answerNameOf(error), error)
+        result.status = response.status
+        report(result)
+        return Promise.resolve(response)
       }
-      result.status = response.status
-      result.durationMs = now() - started
-      if (onResult) {
-        try {
-          onResult(result)
-        } catch {
-          // A logging hook must not turn a processed delivery into a failure.
-        }
-      }
-      return response
+      return receive({ method, headers: request.headers ?? {}, bytes }, HELD)
     },
   }
 }

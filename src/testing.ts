@@ -6,7 +6,7 @@
  */
 import { hmac, importSecret } from '#crypto'
 import type { MessageReceivedEvent, WebhookEventMap } from './events.js'
-import { HEADER_EVENT, HEADER_ID, HEADER_SIGNATURE_V1, HEADER_SIGNATURE_V2, HEADER_TIMESTAMP } from './input.js'
+import { HEADER_EVENT, HEADER_ID, HEADER_SIGNATURE_V1, HEADER_SIGNATURE_V2, HEADER_TIMESTAMP } from './headers.js'
 
 /** Options of {@link signWebhook}. Give `event` (serialized like the service) or the exact `body`. */
 export interface SignWebhookOptions {

@@ -64,9 +64,9 @@ describe('package boundaries (built dist/)', () => {
     expect(graph(join(root, 'dist/crypto/web.js')).bare.size).toBe(0)
   })
 
-  it('the core stays within its size budget (10 KiB gzipped, ESM graph of svc-webhooks)', () => {
+  it('the core stays within its size budget (11 KiB gzipped, ESM graph of svc-webhooks: verification, the request path with its bounded readers, the answers table, MemoryStore)', () => {
     const { files } = graph(join(root, 'dist/index.js'))
     const bytes = [...files].reduce((sum, file) => sum + gzipSync(readFileSync(file)).byteLength, 0)
-    expect(bytes).toBeLessThan(10 * 1024)
+    expect(bytes).toBeLessThan(11 * 1024)
   })
 })

@@ -6,7 +6,7 @@
  * signature or the body.
  */
 import { isWebhookVerificationError, type WebhookErrorCode } from '../errors.js'
-import { getHeader, HEADER_ID, HEADER_SIGNATURE_V1, HEADER_SIGNATURE_V2, HEADER_TIMESTAMP } from '../input.js'
+import { getHeader, HEADER_ID, HEADER_SIGNATURE_V1, HEADER_SIGNATURE_V2, HEADER_TIMESTAMP } from '../headers.js'
 import { DEFAULT_TOLERANCE_SECONDS, SECRET_PREFIX } from '../options.js'
 import { serializeEvent } from '../testing.js'
 import { verifySignature, verifyWebhook } from '../verify.js'

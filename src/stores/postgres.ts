@@ -91,8 +91,14 @@ export class PostgresStore implements IdempotencyStore {
     const expiry = `now() + interval '1 millisecond' * $3::float8`
     this.sql = {
       // Takes the row when it is new, expired, or already ours (a retried statement). When it is
-      // not taken, the row as of this statement's snapshot tells completed from in flight; a row
-      // too new to be in the snapshot was just claimed by someone else, so in flight is right.
+      // not taken, the row tells completed from in flight, and it must be the row as it is now:
+      // under READ COMMITTED, ON CONFLICT waits for a concurrent claim's lock and re-checks its
+      // WHERE on the newest row version, but a plain sub-select in the same statement reads the
+      // statement's snapshot, which can still hold the expired completion that the other claim
+      // has just taken over, and would answer completed for a delivery nobody has processed.
+      // FOR SHARE makes the sub-select follow the row to its newest version (the one the ON
+      // CONFLICT has locked, so it does not wait), and a completion counts only while it lasts.
+      // No row (deleted, or too new for the snapshot: just claimed by someone else) is in flight.
       claim: `WITH taken AS (
   INSERT INTO ${t} AS d (key, owner, completed, expires_at) VALUES ($1, $2, false, ${expiry})
   ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, completed = false, expires_at = EXCLUDED.expires_at
@@ -101,7 +107,7 @@ export class PostgresStore implements IdempotencyStore {
 )
 SELECT CASE
   WHEN EXISTS (SELECT 1 FROM taken) THEN 'claimed'
-  WHEN (SELECT completed FROM ${t} WHERE key = $1) THEN 'completed'
+  WHEN (SELECT completed AND expires_at > now() FROM ${t} WHERE key = $1 FOR SHARE) THEN 'completed'
   ELSE 'in_flight' END AS state`,
       // Records the completion either way; `owner` keeps our token only if we held the claim.
       complete: `INSERT INTO ${t} AS d (key, owner, completed, expires_at) VALUES ($1, '', true, ${expiry})
@@ -109,7 +115,10 @@ ON CONFLICT (key) DO UPDATE SET completed = true, expires_at = EXCLUDED.expires_
   owner = CASE WHEN d.owner = $2 AND (d.completed OR d.expires_at > now()) THEN d.owner ELSE '' END
 RETURNING owner = $2 AS owned`,
       release: `DELETE FROM ${t} WHERE key = $1 AND owner = $2 AND NOT completed RETURNING 1`,
-      sweep: `DELETE FROM ${t} WHERE key IN (SELECT key FROM ${t} WHERE expires_at < now() LIMIT $1) RETURNING 1`,
+      // The outer expiry test is not redundant: a DELETE that waited on a row a claim has just
+      // taken over re-checks only its own WHERE on the newest row version (READ COMMITTED); the
+      // sub-select's answer comes from the old snapshot, and alone it would delete the new claim.
+      sweep: `DELETE FROM ${t} WHERE key IN (SELECT key FROM ${t} WHERE expires_at < now() LIMIT $1) AND expires_at < now() RETURNING 1`,
     }
   }
 

@@ -131,7 +131,7 @@ describe('verified deliveries', () => {
     expect(r.runs).toEqual(['evt-fail-once', 'evt-fail-once'])
   })
 
-  it('a v1-only delivery with allowV1 runs every time: its id is unsigned, so never deduplicated', async () => {
+  it('v1-only with allowV1: a genuine retry (fresh timestamp) runs, an exact replay is 200 duplicate; the unsigned id is never a key', async () => {
     const claims: string[] = []
     const memory = new MemoryStore({ now })
     const store: IdempotencyStore = {
@@ -142,12 +142,33 @@ describe('verified deliveries', () => {
     const r = receiver({ allowV1: true, store })
     for (let i = 0; i < 3; i++) {
       const answer = await r.handle(await delivery({ id: 'evt-v1', schemes: ['v1'], timestamp: NOW - i }))
-      expect(answer.status).toBe(200)
       expect(json(answer)).toEqual({ ok: true })
     }
     expect(r.runs).toEqual(['evt-v1', 'evt-v1', 'evt-v1'])
-    expect(claims).toEqual([])
-    expect(r.results.map((x) => x.signatureVersion)).toEqual(['v1', 'v1', 'v1'])
+    const replay = await delivery({ id: 'evt-v1', schemes: ['v1'], timestamp: NOW - 1 })
+    for (let i = 0; i < 3; i++) expect(json(await r.handle(replay))).toEqual({ ok: true, duplicate: true })
+    // The same signed bytes under another (unsigned) id are the same delivery.
+    expect(json(await r.handle({ ...replay, headers: { ...replay.headers, 'svc-webhook-id': 'evt-other' } }))).toEqual({ ok: true, duplicate: true })
+    expect(r.runs).toHaveLength(3)
+    expect(claims.every((key) => !key.includes('evt-v1') && key.startsWith('default:v1 '))).toBe(true)
+    expect(r.results.map((x) => x.signatureVersion)).toEqual(['v1', 'v1', 'v1', 'v1', 'v1', 'v1', 'v1'])
+  })
+
+  it('with allowV1, a captured v2 delivery replayed with its v2 header blanked or removed is 200 duplicate (runs once in all)', async () => {
+    const r = receiver({ allowV1: true })
+    const captured = await delivery({ id: 'evt-captured' })
+    expect(json(await r.handle(captured))).toEqual({ ok: true })
+    const { 'svc-webhook-signature-v2': _v2, ...withoutV2 } = captured.headers
+    const blanked = { ...captured, headers: { ...captured.headers, 'svc-webhook-signature-v2': '' } }
+    const removed = { ...captured, headers: withoutV2 }
+    for (const replay of [blanked, removed, removed, blanked, captured]) {
+      expect(json(await r.handle(replay))).toEqual({ ok: true, duplicate: true })
+    }
+    expect(r.runs).toEqual(['evt-captured'])
+    // The sender's own v2 retry (same id, fresh timestamp) is still a duplicate; a new delivery still runs.
+    expect(json(await r.handle(await delivery({ id: 'evt-captured', timestamp: NOW + 5 })))).toEqual({ ok: true, duplicate: true })
+    expect(json(await r.handle(await delivery({ id: 'evt-next', event: message('next') })))).toEqual({ ok: true })
+    expect(r.runs).toEqual(['evt-captured', 'evt-next'])
   })
 
   it('unknown event type: 200 ignored, no handler and no claim', async () => {
@@ -232,6 +253,52 @@ describe('the idempotency store', () => {
     const d = receiver({ store })
     expect(json(await c.handle(request))).toEqual({ ok: true })
     expect(json(await d.handle(request))).toEqual({ ok: true, duplicate: true })
+  })
+
+  it('dedupe keys are unambiguous: endpoint "shop" + id "eu:X" and endpoint "shop:eu" + id "X" both run; plain names keep their keys', async () => {
+    const keys: string[] = []
+    const memory = new MemoryStore({ now })
+    const store: IdempotencyStore = {
+      claim: (key, owner, lease) => (keys.push(key), memory.claim(key, owner, lease)),
+      complete: (key, owner, retention) => memory.complete(key, owner, retention),
+      release: (key, owner) => memory.release(key, owner),
+    }
+    const shop = receiver({ store, endpoint: 'shop' })
+    const shopEu = receiver({ store, endpoint: 'shop:eu' })
+    const percent = receiver({ store, endpoint: 'shop%3Aeu' })
+    expect(json(await shop.handle(await delivery({ id: 'eu:X' })))).toEqual({ ok: true })
+    expect(json(await shopEu.handle(await delivery({ id: 'X' })))).toEqual({ ok: true })
+    expect(json(await percent.handle(await delivery({ id: 'X' })))).toEqual({ ok: true })
+    expect([shop.runs, shopEu.runs, percent.runs]).toEqual([['eu:X'], ['X'], ['X']])
+    // A name without ':' or '%' keeps the key 0.1.0 wrote, so an upgrade re-runs nothing.
+    expect(keys).toEqual(['shop:eu:X', 'shop%3Aeu:X', 'shop%253Aeu:X'])
+  })
+
+  it('a store whose complete() or release() throws synchronously or returns a plain value: the answer is unchanged', async () => {
+    const memory = new MemoryStore({ now })
+    const syncThrow: IdempotencyStore = {
+      claim: (key, owner, lease) => memory.claim(key, owner, lease),
+      complete: () => {
+        throw new Error('sync complete')
+      },
+      release: () => {
+        throw new Error('sync release')
+      },
+    }
+    const plain = {
+      claim: (key: string, owner: string, lease: number) => memory.claim(key, owner, lease),
+      complete: () => true,
+      release: () => true,
+    } as unknown as IdempotencyStore
+    for (const store of [syncThrow, plain]) {
+      const ok = receiver({ store })
+      expect(json(await ok.handle(await delivery()))).toEqual({ ok: true })
+      expect(ok.runs).toHaveLength(1)
+      const failingHandler = receiver({ store }, () => {
+        throw new Error('boom')
+      })
+      expect((await failingHandler.handle(await delivery())).status).toBe(500)
+    }
   })
 
   it('a handler that outlives its lease: a retry after the lease runs it again, and both completions are recorded', async () => {
@@ -336,5 +403,23 @@ describe('onResult', () => {
       expect(result.durationMs).toBeGreaterThanOrEqual(0)
     }
     expect(results[1]).toMatchObject({ outcome: 'refused', status: 401, code: 'invalid_signature' })
+  })
+
+  it('an async hook that rejects changes nothing and is not an unhandled rejection (it would fail this run)', async () => {
+    let calls = 0
+    const r = createWebhookReceiver({
+      secret: SECRET,
+      now,
+      on: { 'message.received': () => {} },
+      onResult: async () => {
+        calls++
+        throw new Error('async logger exploded')
+      },
+    })
+    expect((await r.handle(await delivery())).status).toBe(200)
+    expect((await r.handle(await delivery({ secret: 'svc_whsec_Wrong' }))).status).toBe(401)
+    // Let the rejections settle inside this test: vitest reports an unhandled one as an error.
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(calls).toBe(2)
   })
 })

@@ -1,7 +1,8 @@
 /**
  * PostgresStore against a real Postgres (initdb + pg_ctl into a temp dir): the shared store
  * contract, statements per delivery (counted on the pool), the table option, sweeping expired
- * rows, and the receiver's 503 while the database is down, and its recovery once it is back.
+ * rows, claims and sweeps racing a takeover of an expired completion, and the receiver's 503
+ * while the database is down, and its recovery once it is back.
  */
 import { randomUUID } from 'node:crypto'
 import pg from 'pg'
@@ -70,6 +71,92 @@ describeWithPostgres('PostgresStore', () => {
       (await pool.query('SELECT key FROM svc_webhooks_deliveries WHERE key = ANY($1)', [[gone, kept]])).rows.map((r: { key: string }) => r.key)
     expect(await eventually(async () => (await store.sweep(), (await rowsOf()).length === 1))).toBe(true)
     expect(await rowsOf()).toEqual([kept])
+  })
+
+  /** Claims `k` and completes it with a 1 ms retention, then waits until it has expired (not swept). */
+  async function expiredCompletion(store: PostgresStore, k: string) {
+    expect(await store.claim(k, 'first', 60_000)).toBe('claimed')
+    expect(await store.complete(k, 'first', 1)).toBe(true)
+    const expired = async () =>
+      (await pool.query('SELECT expires_at <= now() AS expired FROM svc_webhooks_deliveries WHERE key = $1', [k])).rows[0]?.expired === true
+    expect(await eventually(expired, 40)).toBe(true)
+  }
+
+  /** How many backends wait on a lock (the tests of this file run one at a time). */
+  async function blockedBackends(): Promise<number> {
+    const { rows } = await pool.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE cardinality(pg_blocking_pids(pid)) > 0')
+    return rows[0].n
+  }
+
+  /**
+   * Holds the row lock of `k` on `locker` while `start()` sends statements, until `waiters` backends
+   * wait on a lock, then lets them go: every statement's snapshot predates the others' changes.
+   */
+  async function gated<T>(locker: pg.PoolClient, k: string, waiters: number, start: () => Promise<T>): Promise<T> {
+    await locker.query('BEGIN')
+    try {
+      await locker.query('SELECT 1 FROM svc_webhooks_deliveries WHERE key = $1 FOR UPDATE', [k])
+      const running = start()
+      expect(await eventually(async () => (await blockedBackends()) === waiters)).toBe(true)
+      await locker.query('COMMIT')
+      return await running
+    } finally {
+      await locker.query('ROLLBACK').catch(() => undefined)
+    }
+  }
+
+  it('two copies claim an expired, unswept completion at once: one claims, the other is in flight, never completed', async () => {
+    // One copy takes the row over; the other waits on the row lock and must then answer from the
+    // row as it is now (claimed: in flight), not from the expired completion its statement
+    // snapshot still holds, or the receiver answers 200 duplicate for a delivery nobody
+    // processed if the taker's handler then fails. The row lock is held until both claims wait
+    // on it, so both snapshots predate the takeover in every round (left to chance, only some
+    // rounds interleave like that).
+    const racers = new pg.Pool({ connectionString: server.url, max: 4 })
+    racers.on('error', () => {})
+    const locker = await racers.connect()
+    try {
+      const store = new PostgresStore({ pool: racers, timeoutMs: 10_000 })
+      const ROUNDS = 50
+      const tally: Record<string, number> = {}
+      for (let round = 0; round < ROUNDS; round++) {
+        const k = `race:${randomUUID()}`
+        await expiredCompletion(store, k)
+        const pair = await gated(locker, k, 2, () => Promise.all([store.claim(k, 'x', 60_000), store.claim(k, 'y', 60_000)]))
+        const outcome = pair.sort().join('+')
+        tally[outcome] = (tally[outcome] ?? 0) + 1
+      }
+      console.info(`[PostgresStore] ${ROUNDS} rounds of two copies claiming an expired completion: ${JSON.stringify(tally)}`)
+      expect(tally).toEqual({ 'claimed+in_flight': ROUNDS })
+    } finally {
+      locker.release()
+      await racers.end()
+    }
+  })
+
+  it('sweep() waiting on an expired completion that a claim takes over leaves the new claim alone', async () => {
+    const racers = new pg.Pool({ connectionString: server.url, max: 4 })
+    racers.on('error', () => {})
+    const locker = await racers.connect()
+    try {
+      const store = new PostgresStore({ pool: racers, timeoutMs: 10_000 })
+      for (let round = 0; round < 10; round++) {
+        const k = `sweep-race:${randomUUID()}`
+        await expiredCompletion(store, k)
+        // The claim queues for the row lock first, the sweep behind it.
+        const [claimed] = await gated(locker, k, 2, async () => {
+          const claim = store.claim(k, 'taker', 60_000)
+          expect(await eventually(async () => (await blockedBackends()) === 1)).toBe(true)
+          return Promise.all([claim, store.sweep()])
+        })
+        expect(claimed).toBe('claimed')
+        expect((await pool.query('SELECT owner FROM svc_webhooks_deliveries WHERE key = $1', [k])).rows).toEqual([{ owner: 'taker' }])
+        expect(await store.claim(k, 'another copy', 60_000)).toBe('in_flight')
+      }
+    } finally {
+      locker.release()
+      await racers.end()
+    }
   })
 
   it('refuses a table name that is not a plain identifier, and a missing pool', () => {

@@ -1,0 +1,211 @@
+/**
+ * Reading a delivery's headers: the header names (spec/service-api.md §6.1), one lookup that
+ * works on a Fetch `Headers` or a Node-style record, and every check that does not need the body
+ * (id, timestamp format and window, signature presence and format, the v1-only refusal). The
+ * request path runs these before it reads the body, so a stale or unsigned request never holds
+ * a connection while its body trickles in; `verifyWebhook` and the CLI run the same code.
+ */
+import { allocBytes } from '#crypto'
+import { WebhookVerificationError } from './errors.js'
+
+export const HEADER_ID = 'svc-webhook-id'
+export const HEADER_TIMESTAMP = 'svc-webhook-timestamp'
+export const HEADER_SIGNATURE_V2 = 'svc-webhook-signature-v2'
+export const HEADER_SIGNATURE_V1 = 'svc-webhook-signature'
+export const HEADER_EVENT = 'svc-webhook-event'
+
+/** Headers as a Fetch `Headers`, or a plain record as Node's `IncomingHttpHeaders` (any case). */
+export type WebhookHeaders = Headers | { readonly [name: string]: string | readonly string[] | undefined }
+
+/** One header's value: several values (a repeated header) come back as an array. */
+export type HeaderValue = string | readonly string[] | undefined
+
+/** Reads header `name` (lowercase) of `source`. Adapters pass their framework's own lookup. */
+export type HeaderGetter<S> = (source: S, name: string) => HeaderValue
+
+/**
+ * Reads one header of a `Headers` or a record. Several values (a repeated header) come back as
+ * an array so each caller decides: signatures may be joined, an id or timestamp may not.
+ */
+export function getHeader(headers: WebhookHeaders, name: string): HeaderValue {
+  if (typeof (headers as Headers).get === 'function' && typeof (headers as Headers).has === 'function') {
+    return (headers as Headers).get(name) ?? undefined
+  }
+  const record = headers as Record<string, HeaderValue>
+  const exact = record[name]
+  if (exact !== undefined) return exact
+  for (const key in record) {
+    if (key.length === name.length && key.toLowerCase() === name) return record[key]
+  }
+  return undefined
+}
+
+/** What the headers say once they passed every check that does not need the body. */
+export interface SignedHeaders {
+  id: string
+  /** The timestamp header's text as received: what was signed (a zero-padded value would not survive `Number()`). */
+  timestampText: string
+  timestamp: number
+  version: 'v2' | 'v1'
+  /** The well-formed signature values of that scheme, decoded; empty when none is well formed. */
+  signatures: Uint8Array[]
+}
+
+/** The header rules, resolved from the options once. */
+export interface HeaderRules {
+  allowV1: boolean
+  toleranceSeconds: number
+  now: () => number
+}
+
+export const MAX_ID_LENGTH = 256
+const MAX_TIMESTAMP_DIGITS = 10 // up to the year 2286: anything longer is absurd (DESIGN.md rule 4)
+const MAX_SIGNATURES = 16
+
+/**
+ * Every check that does not need the body, in the order the answers report them: id, timestamp
+ * format, signature presence, the v1-only refusal, then the timestamp window. Throws a
+ * {@link WebhookVerificationError}.
+ */
+export function readSignedHeaders<S>(source: S, get: HeaderGetter<S>, rules: HeaderRules): SignedHeaders {
+  const id = readId(get(source, HEADER_ID))
+  const timestampText = readTimestamp(get(source, HEADER_TIMESTAMP))
+  const timestamp = Number(timestampText)
+  const v2Header = get(source, HEADER_SIGNATURE_V2)
+  let version: 'v2' | 'v1'
+  let signatures: Uint8Array[]
+  if (v2Header !== undefined && v2Header !== '') {
+    version = 'v2'
+    signatures = parseSignatures(v2Header, 'v2=')
+  } else {
+    // The legacy header is only read when v2 is absent: one lookup fewer on every v2 delivery.
+    const v1Header = get(source, HEADER_SIGNATURE_V1)
+    if (v1Header === undefined || v1Header === '') {
+      throw new WebhookVerificationError(
+        'missing_signature',
+        `No ${HEADER_SIGNATURE_V2} header. Is this request from the service, and does a proxy forward all svc-webhook-* headers?`,
+      )
+    }
+    signatures = parseSignatures(v1Header, 'v1=')
+    if (!rules.allowV1) {
+      throw new WebhookVerificationError(
+        'v1_not_allowed',
+        `The delivery carries only the legacy v1 signature (${HEADER_SIGNATURE_V1}). The service sends v2 on every delivery; ` +
+          'check that a proxy forwards svc-webhook-signature-v2, or set allowV1: true for a legacy sender.',
+      )
+    }
+    version = 'v1'
+  }
+  checkTimestamp(timestamp, rules)
+  return { id, timestampText, timestamp, version, signatures }
+}
+
+/** A header sent once, as a string; a repeated one joined so the checks below refuse it. */
+function single(value: HeaderValue): string | undefined {
+  if (value === undefined || typeof value === 'string') return value
+  return value.length === 1 ? value[0] : value.join(', ')
+}
+
+function readId(raw: HeaderValue): string {
+  const id = single(raw)
+  if (id === undefined) {
+    throw new WebhookVerificationError('missing_id', `The ${HEADER_ID} header is missing.`)
+  }
+  let valid = id.length > 0 && id.length <= MAX_ID_LENGTH
+  for (let i = 0; valid && i < id.length; i++) {
+    const c = id.charCodeAt(i)
+    valid = c > 0x20 && c < 0x7f
+  }
+  if (!valid) {
+    throw new WebhookVerificationError(
+      'invalid_id',
+      `The ${HEADER_ID} header must be one delivery id of 1 to ${MAX_ID_LENGTH} visible ASCII characters.`,
+    )
+  }
+  return id
+}
+
+function readTimestamp(raw: HeaderValue): string {
+  const value = single(raw)
+  if (value === undefined) {
+    throw new WebhookVerificationError('missing_timestamp', `The ${HEADER_TIMESTAMP} header is missing.`)
+  }
+  let valid = value.length > 0 && value.length <= MAX_TIMESTAMP_DIGITS
+  for (let i = 0; valid && i < value.length; i++) {
+    const c = value.charCodeAt(i)
+    valid = c >= 0x30 && c <= 0x39
+  }
+  if (!valid) {
+    throw new WebhookVerificationError(
+      'invalid_timestamp',
+      `The ${HEADER_TIMESTAMP} header must be Unix time in whole seconds (decimal digits only).`,
+    )
+  }
+  return value
+}
+
+function checkTimestamp(timestamp: number, rules: HeaderRules): void {
+  const skew = Math.floor(rules.now() / 1000) - timestamp
+  if (skew > rules.toleranceSeconds) {
+    throw new WebhookVerificationError(
+      'timestamp_too_old',
+      `The signed timestamp is ${skew} s old, more than the ${rules.toleranceSeconds} s tolerance. ` +
+        'A replay, or a clock that is off: check NTP on this host.',
+    )
+  }
+  if (-skew > rules.toleranceSeconds) {
+    throw new WebhookVerificationError(
+      'timestamp_in_future',
+      `The signed timestamp is ${-skew} s in the future, more than the ${rules.toleranceSeconds} s tolerance. Check NTP on this host.`,
+    )
+  }
+}
+
+/** Values of a signature header: `v2=<hex>` entries separated by spaces or commas (DESIGN.md rule 7). */
+function parseSignatures(header: string | readonly string[], scheme: 'v2=' | 'v1='): Uint8Array[] {
+  const text = typeof header === 'string' ? header : header.join(',')
+  const found: Uint8Array[] = []
+  let start = 0
+  while (start < text.length && found.length < MAX_SIGNATURES) {
+    let end = start
+    while (end < text.length && text.charCodeAt(end) !== 0x20 && text.charCodeAt(end) !== 0x2c) end++
+    if (end - start === 67 && text.startsWith(scheme, start)) {
+      const bytes = decodeHex(text, start + 3)
+      if (bytes) found.push(bytes)
+    }
+    start = end + 1
+  }
+  return found
+}
+
+function hexValue(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30
+  if (c >= 0x61 && c <= 0x66) return c - 0x57
+  if (c >= 0x41 && c <= 0x46) return c - 0x37
+  return -1
+}
+
+/** 64 hex digits at `offset` to 32 bytes, or undefined when any digit is not hex. */
+function decodeHex(text: string, offset: number): Uint8Array | undefined {
+  const bytes = allocBytes(32) // from Node's pool: a `new Uint8Array` costs its own backing store
+  for (let i = 0; i < 32; i++) {
+    const hi = hexValue(text.charCodeAt(offset + 2 * i))
+    const lo = hexValue(text.charCodeAt(offset + 2 * i + 1))
+    if (hi < 0 || lo < 0) return undefined
+    bytes[i] = (hi << 4) | lo
+  }
+  return bytes
+}
+
+/**
+ * Refuses a signature header that holds no well-formed value before the body is read: no body
+ * can make it match, so there is no reason to wait for one.
+ */
+export function requireWellFormed(signed: SignedHeaders): void {
+  if (signed.signatures.length === 0) {
+    throw new WebhookVerificationError(
+      'invalid_signature',
+      `The ${signed.version} signature header holds no "${signed.version}=<64 hex digits>" value.`,
+    )
+  }
+}

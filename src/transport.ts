@@ -1,0 +1,60 @@
+/**
+ * The one request path up to a verified delivery, for any framework: what an adapter supplies
+ * (method, one header, the raw bytes) and the order of the checks. Everything that does not
+ * need the body runs first (declared length, then the header checks), so a refused request never
+ * waits for its body; then the body is read within `maxBodyBytes` and `bodyTimeoutMs`, and the
+ * signature is checked over those exact bytes.
+ */
+import type { WebhookVerificationError } from './errors.js'
+import { readSignedHeaders, requireWellFormed, type HeaderGetter, type SignedHeaders } from './headers.js'
+import { tooLarge } from './input.js'
+import { resolveVerifyOptions, type ResolvedVerifyOptions, type VerifyOptions } from './options.js'
+import { declaresTooMuch } from './read-body.js'
+import { matchSignature, type VerifiedDelivery } from './verify.js'
+
+/**
+ * What an adapter supplies for its framework's request type `R`: the method, one header, and the
+ * raw bytes. Everything else (the order of the checks, the limits, the deadline, the answer) is
+ * the receiver's. Create it once, not per request.
+ *
+ * @example
+ * const transport: WebhookTransport<IncomingMessage> = {
+ *   method: (req) => req.method,
+ *   header: (req, name) => req.headers[name],
+ *   body: (req, maxBodyBytes, timeoutMs) => readNodeBody(req, maxBodyBytes, timeoutMs),
+ * }
+ * const answer = await receiver.receive(req, transport)
+ */
+export interface WebhookTransport<R> {
+  method(request: R): string | undefined
+  /** Header `name` (lowercase); a repeated header as an array. */
+  header: HeaderGetter<R>
+  /** The raw body as received: at most `maxBodyBytes`, within `timeoutMs` (reject with the core's errors). */
+  body(request: R, maxBodyBytes: number, timeoutMs: number): Promise<Uint8Array> | Uint8Array
+}
+
+/** A verified delivery with the headers it was verified by. */
+export interface Transported {
+  signed: SignedHeaders
+  delivery: VerifiedDelivery
+}
+
+/**
+ * Verifies a framework's request through its transport: declared length, header checks, the
+ * bounded and deadline-limited read, then the HMAC and the parse. Throws a
+ * {@link WebhookVerificationError}. Used by the receiver and by the verify-only adapters.
+ */
+export async function verifyTransported<R>(
+  request: R,
+  transport: WebhookTransport<R>,
+  options: VerifyOptions | ResolvedVerifyOptions,
+): Promise<Transported> {
+  const opts = 'keys' in options ? options : resolveVerifyOptions(options)
+  const { maxBodyBytes } = opts
+  if (declaresTooMuch(transport.header(request, 'content-length'), maxBodyBytes)) throw tooLarge(maxBodyBytes)
+  const signed = readSignedHeaders(request, transport.header, opts)
+  requireWellFormed(signed)
+  const body = await transport.body(request, maxBodyBytes, opts.bodyTimeoutMs)
+  const delivery = (await matchSignature(signed, body, opts, true)) as VerifiedDelivery
+  return { signed, delivery }
+}
