@@ -77,6 +77,7 @@ export function webhooks(options: ExpressWebhooksOptions): RequestHandler {
     try {
       req.webhook = (await verifyTransported(req, expressTransport, opts!)).delivery
     } catch (error) {
+      nodeTransport.discard!(req, opts!.bodyTimeoutMs)
       return next(error)
     }
     next()

@@ -14,6 +14,7 @@ import {
   createWebhookReceiver,
   errorResponse,
   isWebhookVerificationError,
+  discardNodeBody,
   readNodeBody,
   WebhookVerificationError,
   type NodeBodyStream,
@@ -57,6 +58,10 @@ const honoTransport: WebhookTransport<Context> = {
     const incoming = incomingOf(c)
     return incoming ? readNodeBody(incoming, maxBodyBytes, timeoutMs) : fetchTransport.body(c.req.raw, maxBodyBytes, timeoutMs)
   },
+  discard(c, timeoutMs) {
+    const incoming = incomingOf(c)
+    if (incoming) discardNodeBody(incoming, timeoutMs)
+  },
 }
 
 /**
@@ -87,6 +92,7 @@ export function webhooks(options: VerifyOptions & { on?: WebhookReceiverOptions[
     try {
       c.set('webhook', (await verifyTransported(c, honoTransport, opts)).delivery)
     } catch (error) {
+      honoTransport.discard!(c, opts.bodyTimeoutMs)
       if (!isWebhookVerificationError(error) || error.code === 'body_already_parsed') throw error
       const res = toResponse(errorResponse(error))
       throw new HTTPException(error.status as ContentfulStatusCode, { res, message: error.message, cause: error })

@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import {
   createWebhookReceiver,
+  discardNodeBody,
   readNodeBody,
   type WebhookReceiverOptions,
   type WebhookResponse,
@@ -21,6 +22,7 @@ export const nodeTransport: WebhookTransport<IncomingMessage> = {
   method: (req) => req.method,
   header: (req, name) => req.headers[name],
   body: readNodeBody,
+  discard: discardNodeBody,
 }
 
 /** Writes a core answer to a Node response. */

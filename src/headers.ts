@@ -5,7 +5,7 @@
  * request path runs these before it reads the body, so a stale or unsigned request never holds
  * a connection while its body trickles in; `verifyWebhook` and the CLI run the same code.
  */
-import { allocBytes } from '#crypto'
+import { decodeHex } from '#crypto'
 import { WebhookVerificationError } from './errors.js'
 
 export const HEADER_ID = 'svc-webhook-id'
@@ -164,6 +164,11 @@ function checkTimestamp(timestamp: number, rules: HeaderRules): void {
 /** Values of a signature header: `v2=<hex>` entries separated by spaces or commas (DESIGN.md rule 7). */
 function parseSignatures(header: string | readonly string[], scheme: 'v2=' | 'v1='): Uint8Array[] {
   const text = typeof header === 'string' ? header : header.join(',')
+  // The common case, one value: no scan for separators.
+  if (text.length === 67) {
+    const bytes = text.startsWith(scheme) ? decodeHex(text, 3) : undefined
+    return bytes ? [bytes] : []
+  }
   const found: Uint8Array[] = []
   let start = 0
   while (start < text.length && found.length < MAX_SIGNATURES) {
@@ -176,25 +181,6 @@ function parseSignatures(header: string | readonly string[], scheme: 'v2=' | 'v1
     start = end + 1
   }
   return found
-}
-
-function hexValue(c: number): number {
-  if (c >= 0x30 && c <= 0x39) return c - 0x30
-  if (c >= 0x61 && c <= 0x66) return c - 0x57
-  if (c >= 0x41 && c <= 0x46) return c - 0x37
-  return -1
-}
-
-/** 64 hex digits at `offset` to 32 bytes, or undefined when any digit is not hex. */
-function decodeHex(text: string, offset: number): Uint8Array | undefined {
-  const bytes = allocBytes(32) // from Node's pool: a `new Uint8Array` costs its own backing store
-  for (let i = 0; i < 32; i++) {
-    const hi = hexValue(text.charCodeAt(offset + 2 * i))
-    const lo = hexValue(text.charCodeAt(offset + 2 * i + 1))
-    if (hi < 0 || lo < 0) return undefined
-    bytes[i] = (hi << 4) | lo
-  }
-  return bytes
 }
 
 /**

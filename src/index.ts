@@ -41,4 +41,4 @@ export {
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js'
 export type { ClaimResult, IdempotencyStore } from './stores/store.js'
 export { verifySignature, verifyWebhook, type VerifiedDelivery, type VerifiedSignature } from './verify.js'
-export { DEFAULT_BODY_TIMEOUT_MS, readNodeBody, readRequestBody, type NodeBodyStream } from './read-body.js'
+export { DEFAULT_BODY_TIMEOUT_MS, discardNodeBody, readNodeBody, readRequestBody, type NodeBodyStream } from './read-body.js'

@@ -49,20 +49,46 @@ export interface NodeBodyStream {
   readonly readableEnded?: boolean
 }
 
+/** Most bytes of a refused body read and dropped before the connection is closed instead. */
+const DISCARD_MAX_BYTES = 64 * 1024 * 1024
+const DISCARDING = Symbol.for('svc-webhooks.discarding')
+
 /**
- * Keeps reading and dropping the rest of a refused body, so the answer already sent reaches the
- * client: closing a socket with unread bytes makes TCP send a reset, which a client still writing
- * sees as a broken pipe instead of the 413. Bounded: after `timeoutMs` the stream is destroyed.
+ * Reads and drops the rest of a body that will not be used (refused before or while reading), so
+ * the answer reaches the client: closing a socket with unread bytes makes TCP send a reset, which
+ * a client still writing sees as a broken pipe instead of the answer. Bounded in time and bytes:
+ * past `timeoutMs` or 64 MiB the stream is destroyed, so a stalled or endless body cannot hold the
+ * connection. Does nothing for a stream already read to its end.
+ *
+ * @example
+ * discardNodeBody(req, 10_000) // after answering 401 without reading the body
  */
-function discard(stream: NodeBodyStream, timeoutMs: number): void {
-  if (stream.readableEnded) return
+export function discardNodeBody(stream: NodeBodyStream, timeoutMs = DEFAULT_BODY_TIMEOUT_MS): void {
+  const marked = stream as NodeBodyStream & { [DISCARDING]?: true }
+  if (stream.readableEnded || marked[DISCARDING]) return
+  marked[DISCARDING] = true
+  let seen = 0
+  const stop = () => {
+    clearTimeout(timer)
+    stream.removeListener('data', onData)
+    stream.removeListener('end', stop)
+    stream.removeListener('close', stop)
+  }
+  const onData = (chunk: Uint8Array | string) => {
+    seen += chunk.length
+    if (seen > DISCARD_MAX_BYTES) {
+      stop()
+      stream.destroy()
+    }
+  }
   const timer = setTimeout(() => {
+    stop()
     if (!stream.readableEnded) stream.destroy()
   }, timeoutMs)
   ;(timer as { unref?: () => void }).unref?.()
-  const done = () => clearTimeout(timer)
-  stream.on('end', done)
-  stream.on('close', done)
+  stream.on('data', onData)
+  stream.on('end', stop)
+  stream.on('close', stop)
   stream.resume()
 }
 
@@ -90,7 +116,7 @@ export function readNodeBody(stream: NodeBodyStream, maxBodyBytes: number, timeo
       stream.removeListener('close', onClose)
       if (error === undefined) return resolve(join(chunks, total))
       chunks.length = 0
-      if (!stream.readableEnded) discard(stream, timeoutMs)
+      discardNodeBody(stream, timeoutMs)
       reject(error)
     }
     const onData = (part: Uint8Array | string) => {

@@ -202,7 +202,7 @@ export function createWebhookReceiver(options: WebhookReceiverOptions): WebhookR
   const handlers = on as Record<string, WebhookHandler<unknown> | undefined>
   const answers: RenderedAnswers = renderAnswers(retryAfterSeconds)
   const namespace = endpointNamespace(endpoint)
-  const { maxBodyBytes, now } = opts
+  const { maxBodyBytes, bodyTimeoutMs, now } = opts
 
   /** Settles `result` with a row of the table and returns that row's answer. */
   function end(result: WebhookResult, name: AnswerName, error?: unknown): WebhookResponse {
@@ -303,6 +303,7 @@ export function createWebhookReceiver(options: WebhookReceiverOptions): WebhookR
     } catch (error) {
       response = end(result, answerNameOf(error), error)
     }
+    transport.discard?.(request, bodyTimeoutMs)
     result.status = response.status
     result.durationMs = now() - started
     report(result)

@@ -31,6 +31,11 @@ export interface WebhookTransport<R> {
   header: HeaderGetter<R>
   /** The raw body as received: at most `maxBodyBytes`, within `timeoutMs` (reject with the core's errors). */
   body(request: R, maxBodyBytes: number, timeoutMs: number): Promise<Uint8Array> | Uint8Array
+  /**
+   * Called once the answer is ready: drop whatever of the body was not read (a request refused
+   * before its body), bounded by `timeoutMs`, so the answer reaches a client still writing.
+   */
+  discard?(request: R, timeoutMs: number): void
 }
 
 /** A verified delivery with the headers it was verified by. */

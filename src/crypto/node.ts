@@ -25,11 +25,12 @@ export function equal(a: Uint8Array, b: Uint8Array): boolean {
 }
 
 /**
- * `length` uninitialised bytes from Node's buffer pool, for the caller to overwrite whole: a
- * `new Uint8Array` pays for its own backing store, about as much as the rest of the header checks.
+ * 64 hex digits at `offset` of `text` as 32 bytes, or undefined when any of them is not hex:
+ * Node's decoder stops at the first non-hex digit, so a short result means an invalid one.
  */
-export function allocBytes(length: number): Uint8Array {
-  return Buffer.allocUnsafe(length)
+export function decodeHex(text: string, offset: number): Uint8Array | undefined {
+  const bytes = Buffer.from(text.substring(offset, offset + 64), 'hex')
+  return bytes.byteLength === 32 ? bytes : undefined
 }
 
 /**

@@ -44,9 +44,23 @@ export function equal(a: Uint8Array, b: Uint8Array): boolean {
   return diff === 0
 }
 
-/** `length` bytes for the caller to overwrite whole. */
-export function allocBytes(length: number): Uint8Array {
-  return new Uint8Array(length)
+function hexValue(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30
+  if (c >= 0x61 && c <= 0x66) return c - 0x57
+  if (c >= 0x41 && c <= 0x46) return c - 0x37
+  return -1
+}
+
+/** 64 hex digits at `offset` of `text` as 32 bytes, or undefined when any of them is not hex. */
+export function decodeHex(text: string, offset: number): Uint8Array | undefined {
+  const bytes = new Uint8Array(32)
+  for (let i = 0; i < 32; i++) {
+    const hi = hexValue(text.charCodeAt(offset + 2 * i))
+    const lo = hexValue(text.charCodeAt(offset + 2 * i + 1))
+    if (hi < 0 || lo < 0) return undefined
+    bytes[i] = (hi << 4) | lo
+  }
+  return bytes
 }
 
 /** Strict UTF-8 decoding (a leading BOM is dropped, an invalid sequence throws). */

@@ -1,0 +1,139 @@
+/**
+ * The servers `bench/http.mjs` measures, one per process: `<runtime> bench/http-servers.mjs
+ * <server> <mode>`. Prints one JSON line `{"port": n}` once listening on 127.0.0.1 and exits when
+ * its stdin closes. Modes, for each server:
+ * - `bare`: reads the body and answers `{"ok":true}`: the framework's own cost.
+ * - `floor`: `bare` plus what any verifying receiver must do: the v2 HMAC over the raw bytes
+ *   (node:crypto, key imported once), a constant-time compare, JSON.parse.
+ * - `webhooks`: the package's entry for that server, with a MemoryStore and an empty handler.
+ * Servers: express, hono (@hono/node-server), fastify, node (node:http), and fetch (Bun.serve or
+ * Deno.serve, when this file runs under Bun or Deno).
+ */
+import { Buffer } from 'node:buffer'
+import { createHmac, createSecretKey, timingSafeEqual } from 'node:crypto'
+
+export const SECRET = 'svc_whsec_YmVuY2gtc2VjcmV0LWh0dHAtMzItYnl0ZXMtLS0'
+export const PATH = '/webhooks/svc'
+
+const args = globalThis.Deno ? globalThis.Deno.args : process.argv.slice(2)
+const [server, mode] = args
+const key = createSecretKey(Buffer.from(SECRET, 'utf8'))
+const on = { 'message.received': () => {} }
+const OK = '{"ok":true}'
+
+/** The floor's work on a body and its headers (a `get(name)` function): throws when it fails. */
+function floor(body, get) {
+  const expected = Buffer.from(get('svc-webhook-signature-v2').slice(3), 'hex')
+  const digest = createHmac('sha256', key).update(`${get('svc-webhook-id')}.${get('svc-webhook-timestamp')}.`).update(body).digest()
+  if (expected.length !== 32 || !timingSafeEqual(digest, expected)) throw new Error('bench: signature mismatch')
+  return JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'))
+}
+
+/** Reads a Node request's body with data events (what a hand-written node:http route does). */
+function readNode(req) {
+  return new Promise((resolve, reject) => {
+    const chunks = []
+    req.on('data', (chunk) => chunks.push(chunk))
+    req.on('end', () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)))
+    req.on('error', reject)
+  })
+}
+
+async function listenNode(handler) {
+  const { createServer } = await import('node:http')
+  const s = createServer(handler)
+  await new Promise((resolve) => s.listen(0, '127.0.0.1', resolve))
+  return s.address().port
+}
+
+async function start() {
+  if (server === 'express') {
+    const { default: express } = await import('express')
+    const app = express()
+    if (mode === 'bare') app.post(PATH, express.raw({ type: '*/*' }), (req, res) => res.type('json').send(OK))
+    else if (mode === 'floor') {
+      app.post(PATH, express.raw({ type: '*/*' }), (req, res) => {
+        floor(req.body, (name) => req.headers[name])
+        res.type('json').send(OK)
+      })
+    } else {
+      const { webhooks } = await import('svc-webhooks/express')
+      app.post(PATH, webhooks({ secret: SECRET, on }))
+    }
+    return listenNode(app)
+  }
+  if (server === 'hono') {
+    const { Hono } = await import('hono')
+    const { serve } = await import('@hono/node-server')
+    const app = new Hono()
+    if (mode === 'bare') app.post(PATH, async (c) => (await c.req.arrayBuffer(), c.body(OK, 200, { 'content-type': 'application/json' })))
+    else if (mode === 'floor') {
+      app.post(PATH, async (c) => {
+        floor(new Uint8Array(await c.req.arrayBuffer()), (name) => c.req.header(name))
+        return c.body(OK, 200, { 'content-type': 'application/json' })
+      })
+    } else {
+      const { webhooks } = await import('svc-webhooks/hono')
+      app.post(PATH, webhooks({ secret: SECRET, on }))
+    }
+    return new Promise((resolve) => serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => resolve(info.port)))
+  }
+  if (server === 'fastify') {
+    const { default: Fastify } = await import('fastify')
+    const app = Fastify()
+    if (mode === 'webhooks') {
+      const { webhooksPlugin } = await import('svc-webhooks/fastify')
+      await app.register(webhooksPlugin, { path: PATH, secret: SECRET, on })
+    } else {
+      app.removeAllContentTypeParsers()
+      app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body))
+      app.post(PATH, async (request, reply) => {
+        if (mode === 'floor') floor(request.body, (name) => request.headers[name])
+        return reply.type('application/json').send(OK)
+      })
+    }
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    return app.server.address().port
+  }
+  if (server === 'node') {
+    if (mode === 'webhooks') {
+      const { createNodeHandler } = await import('svc-webhooks/node')
+      return listenNode(createNodeHandler({ secret: SECRET, on }))
+    }
+    return listenNode(async (req, res) => {
+      const body = await readNode(req)
+      if (mode === 'floor') floor(body, (name) => req.headers[name])
+      res.writeHead(200, { 'content-type': 'application/json' }).end(OK)
+    })
+  }
+  if (server === 'fetch') {
+    let fetch
+    if (mode === 'webhooks') {
+      const { createFetchHandler } = await import('svc-webhooks/fetch')
+      fetch = createFetchHandler({ secret: SECRET, on })
+    } else {
+      fetch = async (request) => {
+        const body = new Uint8Array(await request.arrayBuffer())
+        if (mode === 'floor') floor(body, (name) => request.headers.get(name))
+        return new Response(OK, { headers: { 'content-type': 'application/json' } })
+      }
+    }
+    if (globalThis.Bun) return globalThis.Bun.serve({ hostname: '127.0.0.1', port: 0, fetch }).port
+    if (globalThis.Deno) {
+      return new Promise((resolve) => globalThis.Deno.serve({ hostname: '127.0.0.1', port: 0, onListen: ({ port }) => resolve(port) }, fetch))
+    }
+    throw new Error('bench: the fetch server runs under Bun or Deno')
+  }
+  throw new Error(`bench: unknown server ${server}`)
+}
+
+const port = await start()
+console.log(JSON.stringify({ port }))
+// The parent holds our stdin open: when it ends (the parent stopped us or died), exit.
+if (globalThis.Deno) {
+  for await (const _ of globalThis.Deno.stdin.readable);
+  globalThis.Deno.exit(0)
+} else {
+  process.stdin.resume()
+  process.stdin.on('end', () => process.exit(0))
+}
