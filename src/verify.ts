@@ -100,7 +100,7 @@ export function matchSignature(
   const { keys } = opts
   for (let i = 0; i < keys.length; i++) {
     // Typed against node:crypto (tsconfig paths), which answers at once; WebCrypto returns a promise.
-    const digest = hmac(keys[i]!, prefix, body) as Uint8Array | Promise<Uint8Array>
+    const digest = hmac(keys[i]!, prefix, body)
     if (digest instanceof Promise) return matchSignatureAsync({ opts, signed, prefix, body, parse }, i, digest)
     if (matches(signatures, digest)) return verified(signed, i, body, parse)
   }

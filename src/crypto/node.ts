@@ -45,4 +45,4 @@ export function decodeUtf8(bytes: Uint8Array): string {
   return buffer.toString('utf8', bom)
 }
 
-export const cryptoName = 'node:crypto'
+

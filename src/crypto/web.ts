@@ -68,4 +68,4 @@ export function decodeUtf8(bytes: Uint8Array): string {
   return decoder.decode(bytes)
 }
 
-export const cryptoName = 'WebCrypto'
+

@@ -1,17 +1,20 @@
 /**
  * The runtime matrix's app (scripts/test-runtimes.mjs): one Fetch handler, runtime-neutral, that
  * Node, Bun and Deno each serve with their own server (serve.mjs). It imports the built package
- * by name, as users do, and serves two case apps (test/support/case-table.ts, CASE_APP):
+ * by name, as users do, and serves two case apps (test/support/case-app.ts, CASE_APP):
  *   /fetch/webhooks/svc, /fetch/runs  createFetchHandler from 'svc-webhooks/fetch'
  *   /hono/webhooks/svc,  /hono/runs   webhooks() from 'svc-webhooks/hono' in a Hono app
  * plus POST /vectors (runs the posted known-answer vectors through verifyWebhook here, in this
  * runtime) and GET /info (runtime, version, and the crypto the `#crypto` import condition chose).
  */
-import { cryptoName } from '#crypto'
+import { hmac } from '#crypto'
 import { Hono } from 'hono'
 import { isWebhookVerificationError, verifyWebhook } from 'svc-webhooks'
 import { createFetchHandler } from 'svc-webhooks/fetch'
 import { webhooks } from 'svc-webhooks/hono'
+
+// The WebCrypto build's HMAC is an async function, the node:crypto build's a plain one.
+const cryptoName = hmac.constructor.name === 'AsyncFunction' ? 'WebCrypto' : 'node:crypto'
 
 function runtime() {
   if (globalThis.Bun) return { runtime: 'bun', version: globalThis.Bun.version }
