@@ -23,7 +23,7 @@ export interface WorkerWebhookOptions extends Omit<FetchHandlerOptions, 'secret'
    */
   secretBinding?: string | readonly string[]
   /** The secret itself, instead of a binding. */
-  secret?: VerifyOptions['secret']
+  secret?: VerifyOptions<Request>['secret']
 }
 
 /** What `export default` takes: a module Worker's fetch handler. */

@@ -28,7 +28,7 @@ declare global {
 }
 
 /** Options of {@link webhooks}: with `on`, the middleware answers; without, it verifies only. */
-export type ExpressWebhooksOptions = WebhookReceiverOptions | VerifyOptions
+export type ExpressWebhooksOptions = WebhookReceiverOptions<Request> | VerifyOptions<Request>
 
 const PARSED =
   'svc-webhooks/express: req.body was already parsed, so the raw bytes the signature covers are gone. ' +

@@ -4,17 +4,25 @@
  * anything: whatever the content type, the delivery reaches the core (never Fastify's 415), and
  * the core's limits and read deadline apply. The app's other routes keep their parsers.
  */
-import type { FastifyPluginAsync } from 'fastify'
-import { createWebhookReceiver, type WebhookReceiverOptions } from '../src/index.js'
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
+import { createWebhookReceiver, type WebhookReceiverOptions, type WebhookTransport } from '../src/index.js'
 import { nodeTransport } from './node.js'
 
 /** Options of {@link webhooksPlugin}: the receiver's options and the route's path. */
-export interface FastifyWebhooksOptions extends WebhookReceiverOptions {
+export interface FastifyWebhooksOptions extends WebhookReceiverOptions<FastifyRequest> {
   /**
    * Path of the webhook route, under the plugin's `prefix` if one is given.
    * @default '/'
    */
   path?: string
+}
+
+/** Fastify's request, read through Node's own (`request.raw`): Fastify never parses the body. */
+const fastifyTransport: WebhookTransport<FastifyRequest> = {
+  method: (request) => request.raw.method,
+  header: (request, name) => request.raw.headers[name],
+  body: (request, maxBodyBytes, timeoutMs) => nodeTransport.body(request.raw, maxBodyBytes, timeoutMs),
+  discard: (request, timeoutMs) => nodeTransport.discard!(request.raw, timeoutMs),
 }
 
 /**
@@ -32,7 +40,7 @@ export const webhooksPlugin: FastifyPluginAsync<FastifyWebhooksOptions> = async 
   const receiver = createWebhookReceiver(options)
   app.all(path, {
     onRequest: async (request, reply) => {
-      const answer = await receiver.receive(request.raw, nodeTransport)
+      const answer = await receiver.receive(request, fastifyTransport)
       if (answer.close) reply.header('connection', 'close')
       return reply.code(answer.status).headers(answer.headers).send(answer.body)
     },

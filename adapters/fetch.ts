@@ -13,10 +13,11 @@ import {
   type WebhookResponse,
   type WebhookTransport,
 } from '../src/index.js'
+import { resolveVerifyOptions } from '../src/options.js'
 import { verifyTransported } from '../src/transport.js'
 
 /** Options of {@link createFetchHandler}: the receiver's options. */
-export type FetchHandlerOptions = WebhookReceiverOptions
+export type FetchHandlerOptions = WebhookReceiverOptions<Request>
 
 /** The core's view of a Fetch `Request`. */
 export const fetchTransport: WebhookTransport<Request> = {
@@ -75,6 +76,6 @@ export function handleRequest(request: Request, options: FetchHandlerOptions): P
  * @example
  * const delivery = await verifyRequest(request, { secret })
  */
-export async function verifyRequest(request: Request, options: VerifyOptions): Promise<VerifiedDelivery> {
-  return (await verifyTransported(request, fetchTransport, options)).delivery
+export async function verifyRequest(request: Request, options: VerifyOptions<Request>): Promise<VerifiedDelivery> {
+  return (await verifyTransported(request, fetchTransport, resolveVerifyOptions(options))).delivery
 }

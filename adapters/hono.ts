@@ -75,9 +75,9 @@ const honoTransport: WebhookTransport<Context> = {
  *   return c.json({ ok: true })
  * })
  */
-export function webhooks(options: WebhookReceiverOptions): MiddlewareHandler
-export function webhooks(options: VerifyOptions): MiddlewareHandler<{ Variables: WebhookVariables }>
-export function webhooks(options: VerifyOptions & { on?: WebhookReceiverOptions['on'] }): MiddlewareHandler {
+export function webhooks(options: WebhookReceiverOptions<Context>): MiddlewareHandler
+export function webhooks(options: VerifyOptions<Context>): MiddlewareHandler<{ Variables: WebhookVariables }>
+export function webhooks(options: VerifyOptions<Context> & { on?: WebhookReceiverOptions['on'] }): MiddlewareHandler {
   const { on } = options
   if (on) {
     const receiver = createWebhookReceiver({ ...options, on })

@@ -3,10 +3,12 @@
  * and function URLs (v2 shape). Only translation: the event's body back to the exact bytes sent,
  * its headers and method to the core's request, the core's answer to the proxy result shape.
  */
-import { createWebhookReceiver, errorResponse, type WebhookReceiverOptions } from '../src/index.js'
+import { createWebhookReceiver, type WebhookReceiverOptions, type WebhookTransport } from '../src/index.js'
+import { getHeader } from '../src/headers.js'
+import { toBytes } from '../src/input.js'
 
 /** Options of {@link webhooks}: the receiver's options. */
-export type LambdaWebhookOptions = WebhookReceiverOptions
+export type LambdaWebhookOptions = WebhookReceiverOptions<LambdaWebhookEvent>
 
 /** A header map as the events carry it (`APIGatewayProxyEventHeaders`); `null` when there is none. */
 type LambdaEventHeaders = { readonly [name: string]: string | undefined }
@@ -78,17 +80,22 @@ export function webhooks(
 ): (event: LambdaWebhookEvent, context?: unknown) => Promise<LambdaWebhookResult> {
   const receiver = createWebhookReceiver(options)
   return async (event) => {
-    const method = 'httpMethod' in event ? event.httpMethod : event.requestContext?.http?.method
-    // v1 repeats a header in `multiValueHeaders` (last value only in `headers`); v2 joins with commas.
-    const headers = { ...event.headers, ...('multiValueHeaders' in event ? event.multiValueHeaders : undefined) }
-    let answer
-    try {
-      // A plain body is the UTF-8 text as received; the core measures maxBodyBytes on the bytes.
-      const body = event.isBase64Encoded && event.body ? fromBase64(event.body) : (event.body ?? '')
-      answer = await receiver.handle({ method, body, headers })
-    } catch (error) {
-      answer = errorResponse(error)
-    }
+    const answer = await receiver.receive(event, lambdaTransport)
     return { statusCode: answer.status, headers: { ...answer.headers }, body: answer.body, isBase64Encoded: false }
   }
+}
+
+/** The event as the core reads it. API Gateway buffered the body already: there is nothing to time or drain. */
+const lambdaTransport: WebhookTransport<LambdaWebhookEvent> = {
+  method: (event) => ('httpMethod' in event ? event.httpMethod : event.requestContext?.http?.method),
+  header(event, name) {
+    // v1 repeats a header in `multiValueHeaders` (last value only in `headers`); v2 joins with commas.
+    const multi = 'multiValueHeaders' in event && event.multiValueHeaders ? getHeader(event.multiValueHeaders, name) : undefined
+    if (Array.isArray(multi) && multi.length > 1) return multi
+    return getHeader(event.headers ?? {}, name)
+  },
+  body(event, maxBodyBytes) {
+    // A plain body is the UTF-8 text as received; the core measures maxBodyBytes on the bytes.
+    return toBytes(event.isBase64Encoded && event.body ? fromBase64(event.body) : (event.body ?? ''), maxBodyBytes)
+  },
 }

@@ -5,9 +5,9 @@
  * policy lives in the core.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { WebhookVerificationError } from '../src/index.js'
+import { WebhookVerificationError, type WebhookReceiverOptions } from '../src/index.js'
 import { createFetchHandler, type FetchHandlerOptions } from './fetch.js'
-import { createNodeHandler } from './node.js'
+import { createNodeHandler, type NodeHandlerOptions } from './node.js'
 
 /** Options of {@link withWebhooks} and {@link withWebhooksPages}: the receiver's options. */
 export type NextWebhookOptions = FetchHandlerOptions
@@ -43,6 +43,9 @@ export function withWebhooks(options: NextWebhookOptions): (request: Request) =>
 /** A Pages Router API request: Node's request, with the `body` Next sets when its parser is on. */
 export type PagesApiRequest = IncomingMessage & { body?: unknown }
 
+/** Options of {@link withWebhooksPages}: the receiver's options; `secret` and `endpoint` functions get the Pages request. */
+export type NextPagesWebhookOptions = WebhookReceiverOptions<PagesApiRequest>
+
 /**
  * A Pages Router API route (`pages/api/*`) that verifies, deduplicates, dispatches and answers.
  * The route file must turn Next's body parser off; if it is on, the raw bytes are gone and the
@@ -53,8 +56,9 @@ export type PagesApiRequest = IncomingMessage & { body?: unknown }
  * export const config = { api: { bodyParser: false } }
  * export default withWebhooksPages({ secret: process.env.SVC_WEBHOOK_SECRET!, on: { 'message.received': save } })
  */
-export function withWebhooksPages(options: NextWebhookOptions): (req: PagesApiRequest, res: ServerResponse) => Promise<void> {
-  const handle = createNodeHandler(options)
+export function withWebhooksPages(options: NextPagesWebhookOptions): (req: PagesApiRequest, res: ServerResponse) => Promise<void> {
+  // A Pages request is Node's request: the lookups get it as Next passes it.
+  const handle = createNodeHandler(options as NodeHandlerOptions)
   return async (req, res) => {
     if (req.method === 'POST' && (req.body !== undefined || req.readableEnded)) {
       throw new WebhookVerificationError('body_already_parsed', PARSED)

@@ -15,7 +15,7 @@ import {
 } from '../src/index.js'
 
 /** Options of {@link createNodeHandler}: the receiver's options. */
-export type NodeHandlerOptions = WebhookReceiverOptions
+export type NodeHandlerOptions = WebhookReceiverOptions<IncomingMessage>
 
 /** The core's view of a Node request: its method, its headers (already lowercase), its stream. */
 export const nodeTransport: WebhookTransport<IncomingMessage> = {

@@ -33,7 +33,9 @@ export interface AnswerRow {
 
 function refusal(code: WebhookErrorCode): AnswerRow {
   const row: AnswerRow = { outcome: 'refused', status: ERROR_STATUS[code], body: { ok: false, code } }
-  return code === 'body_timeout' ? { ...row, retryAfter: true, close: true } : row
+  if (code === 'body_timeout') return { ...row, retryAfter: true, close: true }
+  // Every other 5xx refusal (a lookup that failed) is worth coming back for soon.
+  return code === 'secret_lookup_failed' ? { ...row, retryAfter: true } : row
 }
 
 const refusals = Object.fromEntries(

@@ -35,6 +35,10 @@ export const ERROR_STATUS = {
    * sender retries: a 408 would be a permanent 4xx to it (spec/service-api.md §6.3).
    */
   body_timeout: 503,
+  /** Many endpoints, one receiver: the `secret` lookup found no secret for this request. */
+  unknown_endpoint: 404,
+  /** Many endpoints, one receiver: the `secret` lookup threw or rejected (a database or vault down). 503 so the sender retries. */
+  secret_lookup_failed: 503,
 } as const
 
 /** The `code` of a {@link WebhookVerificationError}. */

@@ -5,14 +5,26 @@
 import { importSecret, type SecretKey } from '#crypto'
 import { DEFAULT_BODY_TIMEOUT_MS } from './read-body.js'
 
-/** Options shared by `verifyWebhook`, `createWebhookReceiver` and every adapter. */
-export interface VerifyOptions {
+/** One secret, or several during a rotation. */
+export type Secrets = string | readonly string[]
+
+/**
+ * A secret per request, for a platform with one endpoint (and one secret) per customer: a function
+ * of the framework's own request, sync or async. Return `undefined` (or `null`, `''`, `[]`) when
+ * the request names no known endpoint: it is answered 404 `unknown_endpoint`. A throw or a
+ * rejection is answered 503 `secret_lookup_failed` with `Retry-After`, so the sender retries.
+ */
+export type SecretLookup<R> = (request: R) => Secrets | null | undefined | Promise<Secrets | null | undefined>
+
+/** Options shared by `verifyWebhook`, `createWebhookReceiver` and every adapter; `R` is the entry's request type. */
+export interface VerifyOptions<R = any> {
   /**
    * The endpoint's signing secret (`svc_whsec_...`) exactly as the service returned it, or several
    * during a rotation: the service stops the old secret at once (spec §4.1), so keep the old and
-   * the new one here while your own deploy rolls out.
+   * the new one here while your own deploy rolls out. Or a function of the request returning the
+   * secret(s) of the endpoint it is for (many endpoints, one receiver): see {@link SecretLookup}.
    */
-  secret: string | readonly string[]
+  secret: Secrets | SecretLookup<R>
   /**
    * How far the signed timestamp may be from now, in seconds, in either direction.
    * Must be a positive number: 0 does not mean "skip".
@@ -44,17 +56,25 @@ export interface VerifyOptions {
   now?: () => number
 }
 
+/** Secrets imported for the HMAC. */
+export interface SecretSet {
+  count: number
+  keys: readonly SecretKey[]
+  /** True when a secret lacks the `svc_whsec_` prefix: a hint for the signature error. */
+  unprefixed: boolean
+}
+
 /** Options after validation, with each secret imported once. */
 export interface ResolvedVerifyOptions {
-  secrets: readonly string[]
-  keys: readonly SecretKey[]
+  /** The secrets, when they are fixed at startup. */
+  secrets?: SecretSet
+  /** The per-request lookup, when `secret` is a function. */
+  lookup?: SecretLookup<unknown>
   toleranceSeconds: number
   allowV1: boolean
   maxBodyBytes: number
   bodyTimeoutMs: number
   now: () => number
-  /** True when a secret lacks the `svc_whsec_` prefix: a hint for the signature error. */
-  unprefixedSecret: boolean
 }
 
 export const DEFAULT_TOLERANCE_SECONDS = 300
@@ -83,17 +103,16 @@ export function resolveVerifyOptions(options: VerifyOptions): ResolvedVerifyOpti
     bodyTimeoutMs = DEFAULT_BODY_TIMEOUT_MS,
     now = Date.now,
   } = options
-  const secrets: readonly string[] = typeof secret === 'string' ? [secret] : Array.isArray(secret) ? [...secret] : []
-  if (secrets.length === 0) {
-    fail('`secret` is required: the endpoint\'s signing secret (svc_whsec_...), or an array of them during a rotation. Is the environment variable set?')
-  }
-  for (const s of secrets) {
-    if (typeof s !== 'string' || s.length === 0) {
-      fail('`secret` holds an empty or non-string value. Is the environment variable set?')
+  let secrets: SecretSet | undefined
+  if (typeof secret === 'function') {
+    // Checked per request (src/transport.ts).
+  } else {
+    const problem = secretProblem(secret)
+    if (problem === 'none') {
+      fail('`secret` is required: the endpoint\'s signing secret (svc_whsec_...), or an array of them during a rotation. Is the environment variable set?')
     }
-    if (s.trim() !== s) {
-      fail('`secret` has leading or trailing whitespace (often a newline copied with it); remove it.')
-    }
+    if (problem) fail(problem)
+    secrets = importSecrets(secret)
   }
   if (typeof toleranceSeconds !== 'number' || !Number.isFinite(toleranceSeconds) || toleranceSeconds <= 0) {
     fail('`toleranceSeconds` must be a positive number of seconds (default 300); it cannot switch the timestamp check off.')
@@ -107,15 +126,33 @@ export function resolveVerifyOptions(options: VerifyOptions): ResolvedVerifyOpti
   if (typeof allowV1 !== 'boolean') fail('`allowV1` must be a boolean.')
   if (typeof now !== 'function') fail('`now` must be a function returning milliseconds since the epoch.')
   const resolved: ResolvedVerifyOptions = {
-    secrets,
-    keys: secrets.map(importSecret),
+    ...(secrets ? { secrets } : { lookup: secret as SecretLookup<unknown> }),
     toleranceSeconds,
     allowV1,
     maxBodyBytes,
     bodyTimeoutMs,
     now,
-    unprefixedSecret: secrets.some((s) => !s.startsWith(SECRET_PREFIX)),
   }
   cache.set(options, resolved)
   return resolved
+}
+
+/**
+ * What is wrong with a secret value: `'none'` when there is none, a message when it is unusable,
+ * undefined when it is fine. Never quotes the value.
+ */
+export function secretProblem(secret: unknown): string | 'none' | undefined {
+  const list = typeof secret === 'string' ? [secret] : Array.isArray(secret) ? secret : undefined
+  if (list === undefined || list.length === 0 || (list.length === 1 && list[0] === '')) return 'none'
+  for (const s of list) {
+    if (typeof s !== 'string' || s.length === 0) return '`secret` holds an empty or non-string value. Is the environment variable set?'
+    if (s.trim() !== s) return '`secret` has leading or trailing whitespace (often a newline copied with it); remove it.'
+  }
+  return undefined
+}
+
+/** Imports checked secrets for the HMAC. */
+export function importSecrets(secret: Secrets): SecretSet {
+  const list: readonly string[] = typeof secret === 'string' ? [secret] : secret
+  return { count: list.length, keys: list.map(importSecret), unprefixed: list.some((s) => !s.startsWith(SECRET_PREFIX)) }
 }

@@ -7,10 +7,10 @@ import { hmac } from '#crypto'
 import { ANSWERS, DEFAULT_ANSWERS, renderAnswers, type AnswerName, type RenderedAnswers, type WebhookAnswerCode, type WebhookOutcome, type WebhookResponse } from './answers.js'
 import { isWebhookVerificationError } from './errors.js'
 import type { WebhookEventMap } from './events.js'
-import { getHeader, type SignedHeaders } from './headers.js'
-import { verifyTransported, type WebhookTransport } from './transport.js'
+import { getHeader } from './headers.js'
+import { verifyTransported, type Transported, type WebhookTransport } from './transport.js'
 import { toBytes, type WebhookInput } from './input.js'
-import { resolveVerifyOptions, type ResolvedVerifyOptions, type VerifyOptions } from './options.js'
+import { resolveVerifyOptions, type VerifyOptions } from './options.js'
 import { MemoryStore } from './stores/memory.js'
 import type { ClaimResult, IdempotencyStore } from './stores/store.js'
 import type { VerifiedDelivery } from './verify.js'
@@ -38,6 +38,8 @@ export interface WebhookResult {
   /** The event type from the signed body, once verified. */
   eventType?: string
   signatureVersion?: 'v2' | 'v1'
+  /** The endpoint (dedupe namespace) the delivery was for, once known. */
+  endpoint?: string
   /**
    * The handler's or the store's error, or the verification error. With outcome `processed`: the
    * completion could not be recorded, or the handler outlasted `leaseMs` (another request may have run it too).
@@ -46,8 +48,14 @@ export interface WebhookResult {
   durationMs: number
 }
 
-/** Options of {@link createWebhookReceiver}: verification options plus handlers and dedupe. */
-export interface WebhookReceiverOptions extends VerifyOptions {
+/**
+ * The endpoint a request is for, from the framework's own request (sync or async): the dedupe
+ * namespace of a multi-tenant receiver, e.g. `(req) => req.params.tenant`.
+ */
+export type EndpointLookup<R> = (request: R) => string | Promise<string>
+
+/** Options of {@link createWebhookReceiver}: verification options plus handlers and dedupe; `R` is the entry's request type. */
+export interface WebhookReceiverOptions<R = any> extends VerifyOptions<R> {
   /** Handlers by event type, called as `handler(event, delivery)`. */
   on: WebhookHandlers
   /**
@@ -56,10 +64,12 @@ export interface WebhookReceiverOptions extends VerifyOptions {
    */
   store?: IdempotencyStore
   /**
-   * Namespace of the dedupe keys, so two endpoints sharing a store never collide.
+   * Namespace of the dedupe keys, so two endpoints sharing a store never collide. A function of
+   * the request when one receiver serves many endpoints; required when `secret` is a function, so
+   * tenants can never mark each other's deliveries done.
    * @default 'default'
    */
-  endpoint?: string
+  endpoint?: string | EndpointLookup<R>
   /**
    * How long a claim holds an id while its handler runs. Longer than the sender's 10 s timeout, so
    * its retry finds the claim and gets 429; a crashed process frees the id after this long.
@@ -89,17 +99,20 @@ export interface WebhookRequest extends WebhookInput {
 }
 
 /** A receiver: `handle` and `receive` are the whole flow. */
-export interface WebhookReceiver {
-  /** Receives a request whose body the caller already holds. */
+export interface WebhookReceiver<R = any> {
+  /**
+   * Receives a request whose body the caller already holds. A `secret` or `endpoint` function
+   * gets this `WebhookRequest`.
+   */
   handle(request: WebhookRequest): Promise<WebhookResponse>
   /**
    * Receives a framework's request through a transport: method, declared length and every header
    * check run before the body is read, then the bounded, deadline-limited read, verification,
    * dedupe and the answer.
    */
-  receive<R>(request: R, transport: WebhookTransport<R>): Promise<WebhookResponse>
+  receive(request: R, transport: WebhookTransport<R>): Promise<WebhookResponse>
   /** The receiver's options as given (validated when the receiver was created). */
-  readonly options: Readonly<WebhookReceiverOptions>
+  readonly options: Readonly<WebhookReceiverOptions<R>>
 }
 
 
@@ -143,8 +156,8 @@ export function endpointNamespace(endpoint: string): string {
  * collide with an id key. An exact replay finds it; a genuine v1 retry carries a fresh timestamp
  * (spec/service-api.md §6.2) and gets a new one.
  */
-async function v1ReplayKey(namespace: string, signed: SignedHeaders, opts: ResolvedVerifyOptions, delivery: VerifiedDelivery): Promise<string> {
-  const digest = await hmac(opts.keys[delivery.secretIndex]!, `${signed.timestampText}.`, delivery.rawBody)
+async function v1ReplayKey(namespace: string, { signed, delivery, secrets }: Transported): Promise<string> {
+  const digest = await hmac(secrets.keys[delivery.secretIndex]!, `${signed.timestampText}.`, delivery.rawBody)
   let hex = ''
   for (let i = 0; i < digest.length; i++) hex += digest[i]!.toString(16).padStart(2, '0')
   return `${namespace}:v1 ${signed.timestampText}.${hex}`
@@ -156,7 +169,7 @@ async function call<T>(operation: () => T | Promise<T>): Promise<T> {
 }
 
 /** The transport of `handle`: the body is already bytes. */
-const HELD: WebhookTransport<{ method?: string; headers: WebhookInput['headers']; bytes: Uint8Array }> = {
+const HELD: WebhookTransport<WebhookRequest & { bytes: Uint8Array }> = {
   method: (request) => request.method,
   header: (request, name) => (name === 'content-length' ? undefined : getHeader(request.headers, name)),
   body: (request) => request.bytes,
@@ -173,7 +186,7 @@ const HELD: WebhookTransport<{ method?: string; headers: WebhookInput['headers']
  * })
  * const { status, headers, body } = await receiver.handle({ method: 'POST', body: rawBytes, headers: reqHeaders })
  */
-export function createWebhookReceiver(options: WebhookReceiverOptions): WebhookReceiver {
+export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R>): WebhookReceiver<R> {
   const opts = resolveVerifyOptions(options)
   const {
     on,
@@ -193,15 +206,21 @@ export function createWebhookReceiver(options: WebhookReceiverOptions): WebhookR
   if (typeof store?.claim !== 'function' || typeof store.complete !== 'function' || typeof store.release !== 'function') {
     throw new TypeError('svc-webhooks: `store` must implement claim, complete and release (IdempotencyStore).')
   }
-  if (typeof endpoint !== 'string' || endpoint.length === 0) {
-    throw new TypeError('svc-webhooks: `endpoint` must be a non-empty string.')
+  if (typeof options.secret === 'function' && options.endpoint === undefined) {
+    throw new TypeError(
+      'svc-webhooks: `secret` is a function (one secret per endpoint), so `endpoint` must be one too, e.g. (req) => req.params.tenant: ' +
+        'it namespaces the dedupe keys, so tenants can never mark each other\'s deliveries done.',
+    )
+  }
+  if (typeof endpoint !== 'function' && (typeof endpoint !== 'string' || endpoint.length === 0)) {
+    throw new TypeError('svc-webhooks: `endpoint` must be a non-empty string, or a function of the request returning one.')
   }
   positive(leaseMs, 'leaseMs')
   positive(retentionMs, 'retentionMs')
   positive(retryAfterSeconds, 'retryAfterSeconds')
   const handlers = on as Record<string, WebhookHandler<unknown> | undefined>
   const answers: RenderedAnswers = renderAnswers(retryAfterSeconds)
-  const namespace = endpointNamespace(endpoint)
+  const fixedNamespace = typeof endpoint === 'string' ? endpointNamespace(endpoint) : undefined
   const { maxBodyBytes, bodyTimeoutMs, now } = opts
 
   /** Settles `result` with a row of the table and returns that row's answer. */
@@ -213,29 +232,40 @@ export function createWebhookReceiver(options: WebhookReceiverOptions): WebhookR
     return answer
   }
 
-  async function run<R>(request: R, transport: WebhookTransport<R>, result: WebhookResult): Promise<WebhookResponse> {
+  async function run(request: R, transport: WebhookTransport<R>, result: WebhookResult): Promise<WebhookResponse> {
     const method = transport.method(request)
     if (method !== undefined && method.toUpperCase() !== 'POST') return end(result, 'method_not_allowed')
-    let signed: SignedHeaders
-    let delivery: VerifiedDelivery
+    let verified: Transported
     try {
-      ;({ signed, delivery } = await verifyTransported(request, transport, opts))
+      verified = await verifyTransported(request, transport, opts)
     } catch (error) {
       return end(result, answerNameOf(error), error)
     }
+    const { delivery } = verified
     const type = delivery.event.event
     result.id = delivery.id
     result.eventType = type
     result.signatureVersion = delivery.signatureVersion
     const handler = Object.hasOwn(handlers, type) ? handlers[type] : undefined
     if (handler === undefined) return end(result, 'ignored')
+    let namespace = fixedNamespace
+    if (namespace === undefined) {
+      try {
+        const name = await (endpoint as EndpointLookup<R>)(request)
+        if (typeof name !== 'string' || name.length === 0) throw new TypeError('the `endpoint` function returned no endpoint name.')
+        result.endpoint = name
+        namespace = endpointNamespace(name)
+      } catch (error) {
+        return end(result, 'secret_lookup_failed', error)
+      }
+    } else result.endpoint = endpoint as string
 
     // A v2 signature covers the id, the dedupe key. A v1 signature does not (spec §6.2): its
     // replay key is what it signs. With allowV1, a v2 delivery holds both, so stripping its v2
     // header to replay it as v1 finds the completion too.
     const keys: string[] = []
     if (delivery.signatureVersion === 'v2') keys.push(`${namespace}:${delivery.id}`)
-    if (opts.allowV1) keys.push(await v1ReplayKey(namespace, signed, opts, delivery))
+    if (opts.allowV1) keys.push(await v1ReplayKey(namespace, verified))
     const owner = crypto.randomUUID()
     const held: string[] = []
     for (const key of keys) {
@@ -294,7 +324,7 @@ export function createWebhookReceiver(options: WebhookReceiverOptions): WebhookR
     }
   }
 
-  async function receive<R>(request: R, transport: WebhookTransport<R>): Promise<WebhookResponse> {
+  async function receive(request: R, transport: WebhookTransport<R>): Promise<WebhookResponse> {
     const started = now()
     const result: WebhookResult = { outcome: 'processed', status: 0, durationMs: 0 }
     let response: WebhookResponse
@@ -326,7 +356,8 @@ export function createWebhookReceiver(options: WebhookReceiverOptions): WebhookR
         report(result)
         return Promise.resolve(response)
       }
-      return receive({ method, headers: request.headers ?? {}, bytes }, HELD)
+      const held = { method, headers: request.headers ?? {}, body: request.body, bytes }
+      return (receive as unknown as (request: typeof held, transport: typeof HELD) => Promise<WebhookResponse>)(held, HELD)
     },
   }
 }

@@ -8,7 +8,8 @@
 import type { WebhookVerificationError } from './errors.js'
 import { readSignedHeaders, requireWellFormed, type HeaderGetter, type SignedHeaders } from './headers.js'
 import { tooLarge } from './input.js'
-import { resolveVerifyOptions, type ResolvedVerifyOptions, type VerifyOptions } from './options.js'
+import type { ResolvedVerifyOptions, SecretSet } from './options.js'
+import { lookupSecrets } from './secrets.js'
 import { declaresTooMuch } from './read-body.js'
 import { matchSignature, type VerifiedDelivery } from './verify.js'
 
@@ -38,10 +39,11 @@ export interface WebhookTransport<R> {
   discard?(request: R, timeoutMs: number): void
 }
 
-/** A verified delivery with the headers it was verified by. */
+/** A verified delivery with the headers and the secrets it was verified by. */
 export interface Transported {
   signed: SignedHeaders
   delivery: VerifiedDelivery
+  secrets: SecretSet
 }
 
 /**
@@ -49,17 +51,14 @@ export interface Transported {
  * bounded and deadline-limited read, then the HMAC and the parse. Throws a
  * {@link WebhookVerificationError}. Used by the receiver and by the verify-only adapters.
  */
-export async function verifyTransported<R>(
-  request: R,
-  transport: WebhookTransport<R>,
-  options: VerifyOptions | ResolvedVerifyOptions,
-): Promise<Transported> {
-  const opts = 'keys' in options ? options : resolveVerifyOptions(options)
+export async function verifyTransported<R>(request: R, transport: WebhookTransport<R>, opts: ResolvedVerifyOptions): Promise<Transported> {
   const { maxBodyBytes } = opts
   if (declaresTooMuch(transport.header(request, 'content-length'), maxBodyBytes)) throw tooLarge(maxBodyBytes)
   const signed = readSignedHeaders(request, transport.header, opts)
   requireWellFormed(signed)
+  const secrets = opts.secrets ?? (await lookupSecrets(opts, request))
   const body = await transport.body(request, maxBodyBytes, opts.bodyTimeoutMs)
-  const delivery = (await matchSignature(signed, body, opts, true)) as VerifiedDelivery
-  return { signed, delivery }
+  const delivery = (await matchSignature(signed, body, secrets, true)) as VerifiedDelivery
+  return { signed, delivery, secrets }
 }
+

@@ -8,7 +8,8 @@ import { WebhookVerificationError } from './errors.js'
 import type { WebhookEvent } from './events.js'
 import { getHeader, readSignedHeaders, requireWellFormed, type SignedHeaders } from './headers.js'
 import { toBytes, type WebhookInput } from './input.js'
-import { resolveVerifyOptions, SECRET_PREFIX, type ResolvedVerifyOptions, type VerifyOptions } from './options.js'
+import { resolveVerifyOptions, SECRET_PREFIX, type SecretSet, type VerifyOptions } from './options.js'
+import { lookupSecrets } from './secrets.js'
 
 /** A delivery whose signature and timestamp were verified; the body is not parsed yet. */
 export interface VerifiedSignature {
@@ -68,7 +69,8 @@ function settle(input: WebhookInput, options: VerifyOptions, parse: boolean): Pr
     }
     const body = toBytes(input.body, opts.maxBodyBytes)
     const signed = readSignedHeaders(input.headers ?? {}, getHeader, opts)
-    return Promise.resolve(matchSignature(signed, body, opts, parse))
+    if (opts.secrets) return Promise.resolve(matchSignature(signed, body, opts.secrets, parse))
+    return lookupSecrets(opts, input).then((secrets) => matchSignature(signed, body, secrets, parse))
   } catch (error) {
     return Promise.reject(error)
   }
@@ -76,7 +78,7 @@ function settle(input: WebhookInput, options: VerifyOptions, parse: boolean): Pr
 
 /** What is known once the headers passed: everything the HMAC loop and the answer need. */
 interface Signed {
-  opts: ResolvedVerifyOptions
+  secrets: SecretSet
   signed: SignedHeaders
   prefix: string
   body: Uint8Array
@@ -91,30 +93,30 @@ interface Signed {
 export function matchSignature(
   signed: SignedHeaders,
   body: Uint8Array,
-  opts: ResolvedVerifyOptions,
+  secrets: SecretSet,
   parse: boolean,
 ): VerifiedDelivery | VerifiedSignature | Promise<VerifiedDelivery | VerifiedSignature> {
   requireWellFormed(signed)
   const { signatures } = signed
   const prefix = signed.version === 'v2' ? `${signed.id}.${signed.timestampText}.` : `${signed.timestampText}.`
-  const { keys } = opts
+  const { keys } = secrets
   for (let i = 0; i < keys.length; i++) {
-    // Typed against node:crypto (tsconfig paths), which answers at once; WebCrypto returns a promise.
+    // node:crypto answers at once; WebCrypto returns a promise, and the loop goes on in one.
     const digest = hmac(keys[i]!, prefix, body)
-    if (digest instanceof Promise) return matchSignatureAsync({ opts, signed, prefix, body, parse }, i, digest)
+    if (digest instanceof Promise) return matchSignatureAsync({ secrets, signed, prefix, body, parse }, i, digest)
     if (matches(signatures, digest)) return verified(signed, i, body, parse)
   }
-  throw invalidSignature(signed.version, opts)
+  throw invalidSignature(signed.version, secrets)
 }
 
 /** The rest of the secrets loop when the HMAC is a promise (WebCrypto), from secret `index`. */
 async function matchSignatureAsync(state: Signed, index: number, pending: Promise<Uint8Array>): Promise<VerifiedSignature> {
-  const { opts, prefix, body, signed } = state
-  for (let i = index; i < opts.keys.length; i++) {
-    const digest = i === index ? await pending : await hmac(opts.keys[i]!, prefix, body)
+  const { secrets, prefix, body, signed } = state
+  for (let i = index; i < secrets.keys.length; i++) {
+    const digest = i === index ? await pending : await hmac(secrets.keys[i]!, prefix, body)
     if (matches(signed.signatures, digest)) return verified(signed, i, body, state.parse)
   }
-  throw invalidSignature(signed.version, opts)
+  throw invalidSignature(signed.version, secrets)
 }
 
 function matches(signatures: Uint8Array[], digest: Uint8Array): boolean {
@@ -131,12 +133,12 @@ function verified(signed: SignedHeaders, secretIndex: number, rawBody: Uint8Arra
   return { id, timestamp, signatureVersion, secretIndex, rawBody, event: parseEvent(rawBody) }
 }
 
-function invalidSignature(version: 'v2' | 'v1', opts: ResolvedVerifyOptions): WebhookVerificationError {
+function invalidSignature(version: 'v2' | 'v1', secrets: SecretSet): WebhookVerificationError {
   let message =
-    `No ${version} signature matched the ${opts.secrets.length === 1 ? 'configured secret' : `${opts.secrets.length} configured secrets`}. ` +
+    `No ${version} signature matched the ${secrets.count === 1 ? 'configured secret' : `${secrets.count} configured secrets`}. ` +
     'Check that the secret is the current one for this endpoint (rotating it stops the old one at once; ' +
     'list both while you deploy) and that the body is the raw bytes as received, not JSON parsed and re-serialized.'
-  if (opts.unprefixedSecret) {
+  if (secrets.unprefixed) {
     message += ` A configured secret does not start with "${SECRET_PREFIX}": use the whole value the service returned, prefix included.`
   }
   return new WebhookVerificationError('invalid_signature', message)

@@ -39,6 +39,8 @@ it('has exactly these codes, with these statuses', () => {
     invalid_signature: 401,
     invalid_json: 400,
     body_timeout: 503,
+    unknown_endpoint: 404,
+    secret_lookup_failed: 503,
   })
   const error = new WebhookVerificationError('invalid_signature', 'no match', { cause: 'why' })
   expect(error).toBeInstanceOf(Error)
@@ -75,6 +77,13 @@ async function errorPaths(secret: string): Promise<ErrorPath[]> {
     { code: 'invalid_signature', input: { body, headers: h }, options: { secret: ['svc_whsec_old', `${secret}x`] } },
     { code: 'invalid_signature', input: { body, headers: { ...h, 'svc-webhook-signature-v2': 'v2=nothex' } } },
     { code: 'invalid_json', input: { body: notJson.rawBody, headers: notJson.headers } },
+    { code: 'unknown_endpoint', input: { body, headers: h }, options: { secret: () => undefined, endpoint: 'tenant' } as Partial<VerifyOptions> },
+    {
+      code: 'secret_lookup_failed',
+      input: { body, headers: h },
+      options: { secret: () => Promise.reject(new Error('vault down')), endpoint: 'tenant' } as Partial<VerifyOptions>,
+    },
+    { code: 'secret_lookup_failed', input: { body, headers: h }, options: { secret: () => ` ${secret}\n`, endpoint: 'tenant' } as Partial<VerifyOptions> },
   ]
 }
 

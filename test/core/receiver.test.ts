@@ -423,3 +423,78 @@ describe('onResult', () => {
     expect(calls).toBe(2)
   })
 })
+
+describe('many endpoints, one receiver (secret and endpoint as functions of the request)', () => {
+  const TENANTS: Record<string, string | string[]> = {
+    acme: 'svc_whsec_AcmeTenantSecret',
+    globex: ['svc_whsec_GlobexNewSecret', 'svc_whsec_GlobexOldSecret'],
+  }
+  const tenantOf = (request: { headers: Record<string, string | undefined> }) => request.headers['x-tenant'] ?? ''
+
+  function multiTenant() {
+    const runs: string[] = []
+    const results: WebhookResult[] = []
+    const r = createWebhookReceiver<{ headers: Record<string, string | undefined> }>({
+      now,
+      secret: async (request) => {
+        const tenant = tenantOf(request)
+        if (tenant === 'broken') throw new Error('secrets table unreachable')
+        return TENANTS[tenant]
+      },
+      endpoint: (request) => tenantOf(request),
+      onResult: (result) => results.push(result),
+      on: { 'message.received': (_event, d) => void runs.push(d.id) },
+    })
+    return { r, runs, results }
+  }
+
+  async function to(tenant: string, secret: string, id = 'evt-tenant') {
+    const d = await delivery({ secret, id })
+    return { ...d, headers: { ...d.headers, 'x-tenant': tenant } }
+  }
+
+  it('each tenant is verified with its own secret (rotation lists too); the other tenant\'s signature is 401', async () => {
+    const { r, runs } = multiTenant()
+    expect(json(await r.handle(await to('acme', 'svc_whsec_AcmeTenantSecret', 'evt-a')))).toEqual({ ok: true })
+    expect(json(await r.handle(await to('globex', 'svc_whsec_GlobexOldSecret', 'evt-g')))).toEqual({ ok: true })
+    const crossed = await r.handle(await to('acme', 'svc_whsec_GlobexNewSecret', 'evt-x'))
+    expect(crossed.status).toBe(401)
+    expect(json(crossed)).toEqual({ ok: false, code: 'invalid_signature' })
+    expect(runs).toEqual(['evt-a', 'evt-g'])
+  })
+
+  it('the same delivery id under two tenants runs once for each, and is a duplicate within one', async () => {
+    const { r, runs } = multiTenant()
+    expect(json(await r.handle(await to('acme', 'svc_whsec_AcmeTenantSecret', 'evt-same')))).toEqual({ ok: true })
+    expect(json(await r.handle(await to('globex', 'svc_whsec_GlobexNewSecret', 'evt-same')))).toEqual({ ok: true })
+    expect(json(await r.handle(await to('acme', 'svc_whsec_AcmeTenantSecret', 'evt-same')))).toEqual({ ok: true, duplicate: true })
+    expect(runs).toEqual(['evt-same', 'evt-same'])
+  })
+
+  it('no secret for the request: 404 unknown_endpoint; a lookup that throws: 503 with Retry-After; both reported to onResult', async () => {
+    const { r, runs, results } = multiTenant()
+    const unknown = await r.handle(await to('initech', 'svc_whsec_AcmeTenantSecret'))
+    expect(unknown.status).toBe(404)
+    expect(json(unknown)).toEqual({ ok: false, code: 'unknown_endpoint' })
+    const failed = await r.handle(await to('broken', 'svc_whsec_AcmeTenantSecret'))
+    expect(failed.status).toBe(503)
+    expect(failed.headers['retry-after']).toBe('5')
+    expect(json(failed)).toEqual({ ok: false, code: 'secret_lookup_failed' })
+    expect(runs).toEqual([])
+    expect(results.map((x) => [x.outcome, x.code])).toEqual([
+      ['refused', 'unknown_endpoint'],
+      ['refused', 'secret_lookup_failed'],
+    ])
+    expect((results[1]!.error as Error).message).not.toContain('svc_whsec_')
+  })
+
+  it('onResult names the endpoint', async () => {
+    const { r, results } = multiTenant()
+    await r.handle(await to('globex', 'svc_whsec_GlobexNewSecret', 'evt-named'))
+    expect(results[0]).toMatchObject({ outcome: 'processed', endpoint: 'globex', id: 'evt-named' })
+  })
+
+  it('a function secret without an endpoint function is a startup error that says why', () => {
+    expect(() => createWebhookReceiver({ secret: () => 'svc_whsec_x', on: {} })).toThrow(/`endpoint` must be one too[\s\S]*mark each other's deliveries done/)
+  })
+})

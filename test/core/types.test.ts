@@ -113,7 +113,7 @@ describe('errors, results and stores', () => {
     expectTypeOf<WebhookErrorCode>().toEqualTypeOf<
       | 'body_already_parsed' | 'body_too_large' | 'missing_id' | 'invalid_id' | 'missing_timestamp' | 'invalid_timestamp'
       | 'timestamp_too_old' | 'timestamp_in_future' | 'missing_signature' | 'v1_not_allowed' | 'invalid_signature' | 'invalid_json'
-      | 'body_timeout'
+      | 'body_timeout' | 'unknown_endpoint' | 'secret_lookup_failed'
     >()
     if (isWebhookVerificationError(error)) {
       expectTypeOf(error.code).toEqualTypeOf<WebhookErrorCode>()
