@@ -67,9 +67,9 @@ function parsedBefore(req: Request): boolean {
  * }))
  */
 export function webhooks(options: ExpressWebhooksOptions): RequestHandler {
-  const on = 'on' in options ? options.on : undefined
-  // Invalid options throw now, not on the first request (the receiver checks its own).
-  const receiver = on ? createWebhookReceiver({ ...options, on }) : undefined
+  // With `on` or an `inbox` it answers; with neither it only verifies. Invalid options throw now.
+  const answers = ('on' in options && options.on !== undefined) || ('inbox' in options && options.inbox !== undefined)
+  const receiver = answers ? createWebhookReceiver(options as WebhookReceiverOptions<Request>) : undefined
   const opts = receiver ? undefined : resolveVerifyOptions(options)
   return async (req: Request, res: Response, next: NextFunction) => {
     if (req.method === 'POST' && parsedBefore(req)) return next(new WebhookVerificationError('body_already_parsed', PARSED))

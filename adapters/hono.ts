@@ -20,6 +20,8 @@ import {
   type NodeBodyStream,
   type VerifiedDelivery,
   type VerifyOptions,
+  type WebhookHandlers,
+  type WebhookInbox,
   type WebhookReceiverOptions,
   type WebhookTransport,
 } from '../src/index.js'
@@ -75,12 +77,12 @@ const honoTransport: WebhookTransport<Context> = {
  *   return c.json({ ok: true })
  * })
  */
-export function webhooks(options: WebhookReceiverOptions<Context>): MiddlewareHandler
+export function webhooks(options: WebhookReceiverOptions<Context> & ({ on: WebhookHandlers } | { inbox: WebhookInbox })): MiddlewareHandler
 export function webhooks(options: VerifyOptions<Context>): MiddlewareHandler<{ Variables: WebhookVariables }>
 export function webhooks(options: VerifyOptions<Context> & { on?: WebhookReceiverOptions['on'] }): MiddlewareHandler {
-  const { on } = options
-  if (on) {
-    const receiver = createWebhookReceiver({ ...options, on })
+  // With `on` or an `inbox` it answers; with neither it only verifies.
+  if (options.on !== undefined || (options as WebhookReceiverOptions).inbox !== undefined) {
+    const receiver = createWebhookReceiver(options as WebhookReceiverOptions<Context>)
     return async (c) => {
       if (readBefore(c)) throw new WebhookVerificationError('body_already_parsed', PARSED)
       return toResponse(await receiver.receive(c, honoTransport))

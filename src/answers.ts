@@ -16,6 +16,8 @@ export type WebhookOutcome =
   | 'store_unavailable'
   | 'refused'
   | 'method_not_allowed'
+  | 'accepted'
+  | 'inbox_unavailable'
 
 /** One row of the answers table. */
 export interface AnswerRow {
@@ -57,6 +59,9 @@ export const ANSWERS = {
   // The claim is released, so the sender's retry runs the handler again.
   handler_failed: { outcome: 'handler_failed', status: 500, body: { ok: false, code: 'handler_failed' } },
   store_unavailable: { outcome: 'store_unavailable', status: 503, body: { ok: false, code: 'store_unavailable' }, retryAfter: true },
+  // Appended to a durable inbox: a worker runs the handler later.
+  accepted: { outcome: 'accepted', status: 202, body: { ok: true, accepted: true } },
+  inbox_unavailable: { outcome: 'inbox_unavailable', status: 503, body: { ok: false, code: 'inbox_unavailable' }, retryAfter: true },
   method_not_allowed: { outcome: 'method_not_allowed', status: 405, body: { ok: false, code: 'method_not_allowed' }, headers: { allow: 'POST' } },
   // Anything unexpected: 500, so the sender retries once it is fixed.
   internal_error: { outcome: 'refused', status: 500, body: { ok: false, code: 'internal_error' } },

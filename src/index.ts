@@ -23,7 +23,7 @@ export {
 } from './headers.js'
 export type { WebhookInput } from './input.js'
 export { ANSWERS, type AnswerName, type AnswerRow } from './answers.js'
-export { DEFAULT_MAX_BODY_BYTES, DEFAULT_TOLERANCE_SECONDS, type VerifyOptions } from './options.js'
+export { DEFAULT_MAX_BODY_BYTES, DEFAULT_TOLERANCE_SECONDS, type SecretLookup, type Secrets, type VerifyOptions } from './options.js'
 export {
   createWebhookReceiver,
   errorResponse,
@@ -36,9 +36,13 @@ export {
   type WebhookRequest,
   type WebhookResponse,
   type WebhookResult,
+  type EndpointLookup,
   type WebhookTransport,
 } from './receiver.js'
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js'
+export type { AppendResult, DeadLetter, InboxDelivery, InboxEntry, InboxOptions, InboxStats, WebhookInbox } from './inbox/inbox.js'
+export { MemoryInbox } from './inbox/memory.js'
+export { createInboxWorker, type InboxWorker, type InboxWorkerOptions, type InboxWorkerResult } from './inbox/worker.js'
 export type { ClaimResult, IdempotencyStore } from './stores/store.js'
 export { verifySignature, verifyWebhook, type VerifiedDelivery, type VerifiedSignature } from './verify.js'
 export { DEFAULT_BODY_TIMEOUT_MS, discardNodeBody, readNodeBody, readRequestBody, type NodeBodyStream } from './read-body.js'

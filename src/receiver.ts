@@ -14,6 +14,7 @@ import { resolveVerifyOptions, type VerifyOptions } from './options.js'
 import { MemoryStore } from './stores/memory.js'
 import type { ClaimResult, IdempotencyStore } from './stores/store.js'
 import type { VerifiedDelivery } from './verify.js'
+import { isInbox, type WebhookInbox } from './inbox/inbox.js'
 
 export type { WebhookAnswerCode, WebhookOutcome, WebhookResponse } from './answers.js'
 export type { WebhookTransport } from './transport.js'
@@ -56,8 +57,18 @@ export type EndpointLookup<R> = (request: R) => string | Promise<string>
 
 /** Options of {@link createWebhookReceiver}: verification options plus handlers and dedupe; `R` is the entry's request type. */
 export interface WebhookReceiverOptions<R = any> extends VerifyOptions<R> {
-  /** Handlers by event type, called as `handler(event, delivery)`. */
-  on: WebhookHandlers
+  /**
+   * Handlers by event type, called as `handler(event, delivery)`. Optional with `inbox`: the
+   * worker runs the handlers; given anyway, a type with no handler is answered 200 ignored
+   * instead of being appended.
+   */
+  on?: WebhookHandlers
+  /**
+   * A durable inbox: a verified delivery is appended and answered 202 once the append is
+   * acknowledged, and `createInboxWorker` runs the handler later (never inside the request). An
+   * id already accepted or processed is 200 duplicate; an unreachable inbox 503 with `Retry-After`.
+   */
+  inbox?: WebhookInbox
   /**
    * Where processed delivery ids are kept. Use `RedisStore` when several processes receive.
    * @default new MemoryStore()
@@ -190,6 +201,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
   const opts = resolveVerifyOptions(options)
   const {
     on,
+    inbox,
     store = new MemoryStore(),
     endpoint = 'default',
     leaseMs = DEFAULT_LEASE_MS,
@@ -197,10 +209,13 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     retryAfterSeconds = 5,
     onResult,
   } = options
-  if (typeof on !== 'object' || on === null) {
+  if (inbox !== undefined && !isInbox(inbox)) {
+    throw new TypeError('svc-webhooks: `inbox` must be a WebhookInbox (MemoryInbox, RedisInbox, PostgresInbox).')
+  }
+  if (inbox === undefined && (typeof on !== 'object' || on === null)) {
     throw new TypeError('svc-webhooks: `on` must map event types to handlers, e.g. { "message.received": async (event) => {} }.')
   }
-  for (const [type, handler] of Object.entries(on)) {
+  for (const [type, handler] of Object.entries(on ?? {})) {
     if (typeof handler !== 'function') throw new TypeError(`svc-webhooks: the handler for "${type}" is not a function.`)
   }
   if (typeof store?.claim !== 'function' || typeof store.complete !== 'function' || typeof store.release !== 'function') {
@@ -218,7 +233,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
   positive(leaseMs, 'leaseMs')
   positive(retentionMs, 'retentionMs')
   positive(retryAfterSeconds, 'retryAfterSeconds')
-  const handlers = on as Record<string, WebhookHandler<unknown> | undefined>
+  const handlers = on as Record<string, WebhookHandler<unknown> | undefined> | undefined
   const answers: RenderedAnswers = renderAnswers(retryAfterSeconds)
   const fixedNamespace = typeof endpoint === 'string' ? endpointNamespace(endpoint) : undefined
   const { maxBodyBytes, bodyTimeoutMs, now } = opts
@@ -246,8 +261,8 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     result.id = delivery.id
     result.eventType = type
     result.signatureVersion = delivery.signatureVersion
-    const handler = Object.hasOwn(handlers, type) ? handlers[type] : undefined
-    if (handler === undefined) return end(result, 'ignored')
+    const handler = handlers && Object.hasOwn(handlers, type) ? handlers[type] : undefined
+    if (handler === undefined && (!inbox || handlers)) return end(result, 'ignored')
     let namespace = fixedNamespace
     if (namespace === undefined) {
       try {
@@ -266,6 +281,15 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     const keys: string[] = []
     if (delivery.signatureVersion === 'v2') keys.push(`${namespace}:${delivery.id}`)
     if (opts.allowV1) keys.push(await v1ReplayKey(namespace, verified))
+    if (inbox) {
+      const { id, timestamp, signatureVersion, secretIndex, rawBody } = delivery
+      try {
+        const appended = await inbox.append({ keys, endpoint: result.endpoint!, id, timestamp, signatureVersion, secretIndex, rawBody, receivedAt: now() })
+        return end(result, appended === 'accepted' ? 'accepted' : 'duplicate')
+      } catch (error) {
+        return end(result, 'inbox_unavailable', error)
+      }
+    }
     const owner = crypto.randomUUID()
     const held: string[] = []
     for (const key of keys) {
@@ -284,7 +308,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     }
 
     try {
-      await handler(delivery.event, delivery as VerifiedDelivery<unknown>)
+      await handler!(delivery.event, delivery as VerifiedDelivery<unknown>)
     } catch (error) {
       // If releasing fails too, the lease expires and the retry runs the handler then.
       await releaseAll(held, owner)

@@ -23,6 +23,7 @@ import {
   type WebhookEventType,
   type WebhookResponse,
   type WebhookResult,
+  type SecretLookup,
 } from 'svc-webhooks'
 import { sampleEvent, signWebhook, type SignedWebhook } from 'svc-webhooks/testing'
 
@@ -100,7 +101,7 @@ describe('verification', () => {
 
   it('takes the documented input and option types', async () => {
     expectTypeOf(verifyWebhook).parameter(0).toHaveProperty('body').toEqualTypeOf<Uint8Array | ArrayBuffer | string>()
-    expectTypeOf(verifyWebhook).parameter(1).toHaveProperty('secret').toEqualTypeOf<string | readonly string[]>()
+    expectTypeOf(verifyWebhook).parameter(1).toHaveProperty('secret').toEqualTypeOf<string | readonly string[] | SecretLookup<any>>()
     expectTypeOf(verifyWebhook).parameter(1).toHaveProperty('toleranceSeconds').toEqualTypeOf<number | undefined>()
     // @ts-expect-error a parsed object is not a body (the runtime says so too: body_already_parsed)
     await expect(verifyWebhook({ body: { event: 'message.received' }, headers: {} }, { secret: SECRET })).rejects.toMatchObject({ code: 'body_already_parsed' })
@@ -129,6 +130,7 @@ describe('errors, results and stores', () => {
   it('onResult gets a WebhookResult; a custom store implements IdempotencyStore', () => {
     expectTypeOf<WebhookResult['outcome']>().toEqualTypeOf<
       'processed' | 'duplicate' | 'ignored' | 'in_flight' | 'handler_failed' | 'store_unavailable' | 'refused' | 'method_not_allowed'
+      | 'accepted' | 'inbox_unavailable'
     >()
     expectTypeOf<ClaimResult>().toEqualTypeOf<'claimed' | 'in_flight' | 'completed'>()
     expectTypeOf<MemoryStore>().toMatchTypeOf<IdempotencyStore>()

@@ -1,0 +1,114 @@
+/**
+ * The durable inbox contract (DESIGN.md "Durable inbox: accept now, process after"): the receiver
+ * appends a verified delivery and answers 202 only once the append is acknowledged; workers take
+ * deliveries under a lease, run the handler, and complete, retry or bury each one. Every engine
+ * (MemoryInbox, RedisInbox, PostgresInbox) implements this interface and passes the same contract
+ * suite (test/inbox/contract.ts).
+ */
+
+/** A verified delivery as the receiver appends it. The raw bytes are kept untouched. */
+export interface InboxDelivery {
+  /**
+   * Its dedupe keys, first the primary one (`<endpoint>:<id>` for v2): the append is a duplicate
+   * when any of them was accepted or processed within the retention window.
+   */
+  keys: readonly string[]
+  /** The endpoint (dedupe namespace) it was received for. */
+  endpoint: string
+  /** `svc-webhook-id`. */
+  id: string
+  /** The signed timestamp, Unix seconds. */
+  timestamp: number
+  signatureVersion: 'v2' | 'v1'
+  /** Index of the secret that matched. */
+  secretIndex: number
+  /** The body exactly as received. */
+  rawBody: Uint8Array
+  /** When it was accepted, in milliseconds since the epoch. */
+  receivedAt: number
+}
+
+/** A delivery taken by a worker: held under `lease` until completed, retried, buried or the lease expires. */
+export interface InboxEntry extends InboxDelivery {
+  /** Handler attempts already made (0 on the first take). */
+  attempts: number
+  /** The last attempt's error message, if any. */
+  lastError?: string
+  /** This take's lease token: only its holder may complete, retry, bury or extend the entry. */
+  lease: string
+}
+
+/** A delivery that exhausted its retries. */
+export interface DeadLetter extends InboxDelivery {
+  attempts: number
+  /** The last attempt's error message. */
+  lastError: string
+  /** When it was buried, in milliseconds since the epoch. */
+  deadAt: number
+}
+
+/** What a health check or an alert reads. */
+export interface InboxStats {
+  /** Deliveries waiting or being processed (dead letters excluded). */
+  depth: number
+  /** Age of the oldest waiting or processing delivery, in milliseconds (0 when empty). */
+  oldestAgeMs: number
+  /** Deliveries whose handler failed at least once and will be tried again. */
+  retrying: number
+  /** Deliveries in the dead-letter list. */
+  dead: number
+}
+
+/** What an append found. */
+export type AppendResult = 'accepted' | 'duplicate'
+
+/**
+ * A durable inbox. Every method may reject when the backing service is unreachable: the receiver
+ * then answers 503 (the sender retries) and a worker waits and tries again.
+ */
+export interface WebhookInbox {
+  /**
+   * Appends `delivery` unless one of its keys was already accepted or processed: resolves only
+   * once the append is durable (as durable as the engine is).
+   */
+  append(delivery: InboxDelivery): Promise<AppendResult>
+  /** Leases up to `max` deliveries that are due, each for `visibilityMs`; an expired lease makes a delivery due again. */
+  take(max: number, visibilityMs: number): Promise<InboxEntry[]>
+  /** The handler succeeded: the entry leaves the inbox; its keys stay processed for the retention window. Resolves false when the lease was lost. */
+  complete(entry: InboxEntry): Promise<boolean>
+  /** The handler failed: due again in `delayMs`, with `attempts + 1` and `error` kept. Resolves false when the lease was lost. */
+  retry(entry: InboxEntry, delayMs: number, error: string): Promise<boolean>
+  /** Out of retries: moved to the dead-letter list with `error`. Resolves false when the lease was lost. */
+  bury(entry: InboxEntry, error: string): Promise<boolean>
+  /** Extends the lease while a slow handler runs. Resolves false when the lease was lost. */
+  extend(entry: InboxEntry, visibilityMs: number): Promise<boolean>
+  /** The dead letters, oldest first. */
+  dead(limit?: number): Promise<DeadLetter[]>
+  /** Puts a dead letter (by its primary key) back in the inbox, due now, with its attempts reset. Resolves false when there is none. */
+  requeue(key: string): Promise<boolean>
+  /** Depth, oldest age, retrying, dead. */
+  stats(): Promise<InboxStats>
+}
+
+/** Options every engine takes. */
+export interface InboxOptions {
+  /**
+   * How long the keys of a processed delivery are remembered, so a resend is answered 200 duplicate.
+   * @default 259200000 (72 h)
+   */
+  retentionMs?: number
+  /**
+   * The clock, in milliseconds since the epoch (tests).
+   * @default Date.now
+   */
+  now?: () => number
+}
+
+export const DEFAULT_INBOX_RETENTION_MS = 72 * 60 * 60 * 1000
+
+/** True for an object with every method of {@link WebhookInbox}. */
+export function isInbox(value: unknown): value is WebhookInbox {
+  if (typeof value !== 'object' || value === null) return false
+  const inbox = value as Record<string, unknown>
+  return ['append', 'take', 'complete', 'retry', 'bury', 'extend', 'dead', 'requeue', 'stats'].every((name) => typeof inbox[name] === 'function')
+}

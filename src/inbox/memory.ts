@@ -1,0 +1,146 @@
+/**
+ * `MemoryInbox`: the inbox in this process's memory, for tests, demos and a single process that
+ * can afford to lose what is queued. **Not durable**: a restart loses every accepted delivery the
+ * workers had not finished, after the sender was told 202. Use `RedisInbox` or `PostgresInbox`
+ * in production.
+ */
+import {
+  DEFAULT_INBOX_RETENTION_MS,
+  type AppendResult,
+  type DeadLetter,
+  type InboxDelivery,
+  type InboxEntry,
+  type InboxOptions,
+  type InboxStats,
+  type WebhookInbox,
+} from './inbox.js'
+
+interface Held {
+  delivery: InboxDelivery
+  attempts: number
+  lastError?: string
+  dueAt: number
+  lease?: string
+  leaseUntil: number
+}
+
+/**
+ * An inbox in memory (not durable).
+ *
+ * @example
+ * const inbox = new MemoryInbox()
+ * app.post('/webhooks/svc', webhooks({ secret, inbox }))
+ * createInboxWorker({ inbox, on: { 'message.received': save } }).start()
+ */
+export class MemoryInbox implements WebhookInbox {
+  private readonly retentionMs: number
+  private readonly now: () => number
+  /** Keys accepted (expiry Infinity until processed) or processed (expiry set). */
+  private readonly keys = new Map<string, number>()
+  private readonly entries = new Map<string, Held>()
+  private readonly buried = new Map<string, DeadLetter>()
+  private leases = 0
+  private completions = 0
+
+  constructor({ retentionMs = DEFAULT_INBOX_RETENTION_MS, now = Date.now }: InboxOptions = {}) {
+    if (!(retentionMs > 0)) throw new TypeError('svc-webhooks: MemoryInbox `retentionMs` must be a positive number.')
+    this.retentionMs = retentionMs
+    this.now = now
+  }
+
+  async append(delivery: InboxDelivery): Promise<AppendResult> {
+    const now = this.now()
+    for (const key of delivery.keys) {
+      const expiresAt = this.keys.get(key)
+      if (expiresAt !== undefined && expiresAt > now) return 'duplicate'
+    }
+    for (const key of delivery.keys) this.keys.set(key, Infinity)
+    this.entries.set(delivery.keys[0]!, { delivery: { ...delivery, keys: [...delivery.keys] }, attempts: 0, dueAt: now, leaseUntil: 0 })
+    return 'accepted'
+  }
+
+  async take(max: number, visibilityMs: number): Promise<InboxEntry[]> {
+    const now = this.now()
+    const taken: InboxEntry[] = []
+    for (const held of this.entries.values()) {
+      if (taken.length >= max) break
+      if (held.dueAt > now || held.leaseUntil > now) continue
+      held.lease = `m${++this.leases}`
+      held.leaseUntil = now + visibilityMs
+      taken.push({ ...held.delivery, attempts: held.attempts, lease: held.lease, ...(held.lastError !== undefined ? { lastError: held.lastError } : {}) })
+    }
+    return taken
+  }
+
+  private holder(entry: InboxEntry): Held | undefined {
+    const held = this.entries.get(entry.keys[0]!)
+    return held !== undefined && held.lease === entry.lease && held.leaseUntil > this.now() ? held : undefined
+  }
+
+  async complete(entry: InboxEntry): Promise<boolean> {
+    const held = this.holder(entry)
+    if (!held) return false
+    this.entries.delete(entry.keys[0]!)
+    const expiresAt = this.now() + this.retentionMs
+    for (const key of held.delivery.keys) this.keys.set(key, expiresAt)
+    this.prune()
+    return true
+  }
+
+  async retry(entry: InboxEntry, delayMs: number, error: string): Promise<boolean> {
+    const held = this.holder(entry)
+    if (!held) return false
+    held.attempts++
+    held.lastError = error
+    held.dueAt = this.now() + delayMs
+    held.lease = undefined
+    held.leaseUntil = 0
+    return true
+  }
+
+  async bury(entry: InboxEntry, error: string): Promise<boolean> {
+    const held = this.holder(entry)
+    if (!held) return false
+    this.entries.delete(entry.keys[0]!)
+    this.buried.set(entry.keys[0]!, { ...held.delivery, attempts: held.attempts + 1, lastError: error, deadAt: this.now() })
+    return true
+  }
+
+  async extend(entry: InboxEntry, visibilityMs: number): Promise<boolean> {
+    const held = this.holder(entry)
+    if (!held) return false
+    held.leaseUntil = this.now() + visibilityMs
+    return true
+  }
+
+  async dead(limit = 100): Promise<DeadLetter[]> {
+    return [...this.buried.values()].slice(0, limit)
+  }
+
+  async requeue(key: string): Promise<boolean> {
+    const letter = this.buried.get(key)
+    if (!letter) return false
+    this.buried.delete(key)
+    const { attempts: _attempts, lastError: _lastError, deadAt: _deadAt, ...delivery } = letter
+    this.entries.set(key, { delivery, attempts: 0, dueAt: this.now(), leaseUntil: 0 })
+    return true
+  }
+
+  async stats(): Promise<InboxStats> {
+    const now = this.now()
+    let oldest = now
+    let retrying = 0
+    for (const held of this.entries.values()) {
+      if (held.delivery.receivedAt < oldest) oldest = held.delivery.receivedAt
+      if (held.attempts > 0) retrying++
+    }
+    return { depth: this.entries.size, oldestAgeMs: now - oldest, retrying, dead: this.buried.size }
+  }
+
+  /** Forgets processed keys past their retention: a full scan once every 1000 completions. */
+  private prune(): void {
+    if (++this.completions % 1000 !== 0) return
+    const now = this.now()
+    for (const [key, expiresAt] of this.keys) if (expiresAt <= now) this.keys.delete(key)
+  }
+}

@@ -1,0 +1,167 @@
+/**
+ * The inbox contract every engine must pass (src/inbox/inbox.ts): append dedupe by any key,
+ * leases and their expiry, retry, bury and requeue, retention, stats, raw bytes untouched, and no
+ * delivery taken twice by concurrent workers. Engines run it against their real backing service.
+ *
+ * @example
+ * describeInboxContract('RedisInbox', async ({ retentionMs }) => new RedisInbox({ client, prefix: `t${n++}:`, retentionMs }))
+ */
+import { describe, expect, it } from 'vitest'
+import type { InboxDelivery, WebhookInbox } from 'svc-webhooks'
+
+export type InboxFactory = (options: { retentionMs: number }) => Promise<WebhookInbox>
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+let sequence = 0
+/** A delivery with unique keys; its body holds bytes that are not UTF-8 text, to prove they survive. */
+export function inboxDelivery(overrides: Partial<InboxDelivery> = {}): InboxDelivery {
+  const id = `evt-${process.pid}-${++sequence}`
+  return {
+    keys: [`tenant:${id}`],
+    endpoint: 'tenant',
+    id,
+    timestamp: 1_763_806_530,
+    signatureVersion: 'v2',
+    secretIndex: 0,
+    rawBody: new Uint8Array([0x7b, 0x22, 0xc3, 0xa9, 0x00, 0xff, 0x22, 0x7d]),
+    receivedAt: Date.now(),
+    ...overrides,
+  }
+}
+
+export function describeInboxContract(name: string, create: InboxFactory): void {
+  describe(`inbox contract: ${name}`, () => {
+    const fresh = (retentionMs = 60_000) => create({ retentionMs })
+
+    it('append: accepted once; the same key again, or any of its keys, is a duplicate', async () => {
+      const inbox = await fresh()
+      const d = inboxDelivery({ keys: ['ep:a', 'ep:v1 replay-a'] })
+      expect(await inbox.append(d)).toBe('accepted')
+      expect(await inbox.append({ ...d, receivedAt: Date.now() })).toBe('duplicate')
+      expect(await inbox.append(inboxDelivery({ keys: ['ep:other', 'ep:v1 replay-a'] }))).toBe('duplicate')
+      expect(await inbox.append(inboxDelivery({ keys: ['ep:b'] }))).toBe('accepted')
+      expect((await inbox.stats()).depth).toBe(2)
+    })
+
+    it('take: the delivery with its raw bytes untouched, attempts 0 and a lease; a leased delivery is not taken again', async () => {
+      const inbox = await fresh()
+      const d = inboxDelivery()
+      await inbox.append(d)
+      const [entry, ...rest] = await inbox.take(10, 10_000)
+      expect(rest).toEqual([])
+      expect(entry).toMatchObject({ keys: d.keys, endpoint: d.endpoint, id: d.id, timestamp: d.timestamp, signatureVersion: 'v2', secretIndex: 0, attempts: 0 })
+      expect([...entry!.rawBody]).toEqual([...d.rawBody])
+      expect(typeof entry!.lease).toBe('string')
+      expect(await inbox.take(10, 10_000)).toEqual([])
+    })
+
+    it('complete: the delivery leaves the inbox and its keys stay processed (a resend is a duplicate)', async () => {
+      const inbox = await fresh()
+      const d = inboxDelivery()
+      await inbox.append(d)
+      const [entry] = await inbox.take(1, 10_000)
+      expect(await inbox.complete(entry!)).toBe(true)
+      expect(await inbox.take(10, 10_000)).toEqual([])
+      expect(await inbox.append({ ...d, receivedAt: Date.now() })).toBe('duplicate')
+      expect(await inbox.stats()).toMatchObject({ depth: 0, retrying: 0, dead: 0, oldestAgeMs: 0 })
+    })
+
+    it('retention: processed keys are forgotten after retentionMs', async () => {
+      const inbox = await fresh(200)
+      const d = inboxDelivery()
+      await inbox.append(d)
+      const [entry] = await inbox.take(1, 10_000)
+      await inbox.complete(entry!)
+      await sleep(400)
+      expect(await inbox.append({ ...d, receivedAt: Date.now() })).toBe('accepted')
+    })
+
+    it('retry: due again after the delay, with attempts + 1 and the error kept', async () => {
+      const inbox = await fresh()
+      await inbox.append(inboxDelivery())
+      const [first] = await inbox.take(1, 10_000)
+      expect(await inbox.retry(first!, 300, 'Error: database down')).toBe(true)
+      expect(await inbox.take(1, 10_000)).toEqual([])
+      expect((await inbox.stats()).retrying).toBe(1)
+      await sleep(450)
+      const [second] = await inbox.take(1, 10_000)
+      expect(second).toMatchObject({ id: first!.id, attempts: 1, lastError: 'Error: database down' })
+      expect(second!.lease).not.toBe(first!.lease)
+    })
+
+    it('an expired lease makes the delivery due again; the old holder can no longer complete it', async () => {
+      const inbox = await fresh()
+      await inbox.append(inboxDelivery())
+      const [crashed] = await inbox.take(1, 150)
+      await sleep(300)
+      const [takeover] = await inbox.take(1, 10_000)
+      expect(takeover!.id).toBe(crashed!.id)
+      expect(await inbox.complete(crashed!)).toBe(false)
+      expect(await inbox.retry(crashed!, 0, 'late')).toBe(false)
+      expect(await inbox.complete(takeover!)).toBe(true)
+    })
+
+    it('extend keeps a slow handler\'s delivery hidden', async () => {
+      const inbox = await fresh()
+      await inbox.append(inboxDelivery())
+      const [entry] = await inbox.take(1, 200)
+      for (let i = 0; i < 3; i++) {
+        await sleep(100)
+        expect(await inbox.extend(entry!, 200)).toBe(true)
+      }
+      expect(await inbox.take(1, 10_000)).toEqual([])
+      expect(await inbox.complete(entry!)).toBe(true)
+    })
+
+    it('bury: listed in dead() with its last error; requeue puts it back with attempts reset', async () => {
+      const inbox = await fresh()
+      const d = inboxDelivery()
+      await inbox.append(d)
+      const [entry] = await inbox.take(1, 10_000)
+      expect(await inbox.bury(entry!, 'Error: gave up')).toBe(true)
+      expect(await inbox.take(1, 10_000)).toEqual([])
+      const dead = await inbox.dead()
+      expect(dead).toHaveLength(1)
+      expect(dead[0]).toMatchObject({ id: d.id, keys: d.keys, lastError: 'Error: gave up', attempts: 1 })
+      expect([...dead[0]!.rawBody]).toEqual([...d.rawBody])
+      expect(await inbox.stats()).toMatchObject({ depth: 0, dead: 1 })
+      expect(await inbox.append({ ...d, receivedAt: Date.now() })).toBe('duplicate')
+      expect(await inbox.requeue(d.keys[0]!)).toBe(true)
+      expect(await inbox.requeue(d.keys[0]!)).toBe(false)
+      const [again] = await inbox.take(1, 10_000)
+      expect(again).toMatchObject({ id: d.id, attempts: 0 })
+      expect(await inbox.stats()).toMatchObject({ depth: 1, dead: 0 })
+    })
+
+    it('stats: depth and the oldest waiting delivery\'s age', async () => {
+      const inbox = await fresh()
+      await inbox.append(inboxDelivery({ receivedAt: Date.now() - 5_000 }))
+      await inbox.append(inboxDelivery())
+      const stats = await inbox.stats()
+      expect(stats.depth).toBe(2)
+      expect(stats.oldestAgeMs).toBeGreaterThanOrEqual(4_000)
+      expect(stats.oldestAgeMs).toBeLessThan(60_000)
+    })
+
+    it('five workers taking at once never get the same delivery twice', async () => {
+      const inbox = await fresh()
+      const ids = Array.from({ length: 60 }, () => inboxDelivery())
+      for (const d of ids) await inbox.append(d)
+      const seen: string[] = []
+      await Promise.all(
+        Array.from({ length: 5 }, async () => {
+          for (let round = 0; round < 40; round++) {
+            const entries = await inbox.take(4, 10_000)
+            if (entries.length === 0) return
+            for (const entry of entries) {
+              seen.push(entry.id)
+              await inbox.complete(entry)
+            }
+          }
+        }),
+      )
+      expect(seen.sort()).toEqual(ids.map((d) => d.id).sort())
+    })
+  })
+}
