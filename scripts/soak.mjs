@@ -4,9 +4,10 @@
 // is killed, 0.4), --down-ms N (how long it stays down, 2500), --clients a,b,c
 // (ioredis | node-redis, one receiver process each; default ioredis,node-redis,ioredis).
 // Prints the figures and exits 1 when a delivery was lost, doubled or refused permanently.
+// The same harness as test/soak.test.ts, which runs it at 1,500 deliveries.
 import { parseArgs } from 'node:util'
-import { findRedisServer } from './redis-server.mjs'
-import { runSoak } from './soak-harness.mjs'
+import { findRedisServer } from '../test/support/redis-process.mjs'
+import { runSoak } from '../test/support/soak/harness.mjs'
 
 const { values } = parseArgs({
   options: {

@@ -1,11 +1,12 @@
 /**
- * The fault-injecting soak in the suite (issue 4): 1,500 deliveries from the sender simulator
+ * The fault-injecting soak in the suite, at a size that runs in seconds: exactly-once must hold
+ * across processes and through a store crash. 1,500 deliveries from the sender simulator
  * (spec §6.3 retries, ~30 % duplicates, concurrent resends) to 3 receiver processes sharing one
  * real Redis, handlers failing ~10 % of the time, Redis killed mid-run and back 2.5 s later.
  * The verdict is read from the handlers' own records. `npm run soak` runs the large version.
  */
 import { expect, it } from 'vitest'
-import { runSoak } from '../scripts/soak-harness.mjs'
+import { runSoak } from './support/soak/harness.mjs'
 import { describeWithRedis } from './support/redis-server.js'
 
 describeWithRedis('soak: 3 receiver processes, one Redis restarted mid-run', () => {

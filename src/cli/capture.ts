@@ -3,7 +3,7 @@
  * output or `-H 'Name: value'` flags) plus a body file, or one raw HTTP request file. The body
  * is kept as the exact bytes in the file: nothing is decoded or re-serialized.
  */
-import { UsageError } from './shared.js'
+import { UsageError } from './command.js'
 
 export type CapturedHeaders = Record<string, string | string[]>
 

@@ -6,11 +6,12 @@
  * signature or the body.
  */
 import { isWebhookVerificationError, type WebhookErrorCode } from '../errors.js'
-import { getHeader, HEADER_ID, HEADER_SIGNATURE_V1, HEADER_SIGNATURE_V2, HEADER_TIMESTAMP } from '../headers.js'
+import { getHeader, HEADER_ID, HEADER_SIGNATURE_V1, HEADER_SIGNATURE_V2, HEADER_TIMESTAMP, readSignedHeaders, type HeaderValue, type SignedHeaders } from '../headers.js'
 import { DEFAULT_TOLERANCE_SECONDS, SECRET_PREFIX } from '../options.js'
 import { serializeEvent } from '../testing.js'
 import { verifySignature, verifyWebhook } from '../verify.js'
 import type { CapturedHeaders } from './capture.js'
+import { FIXES, RAW_BYTES, SAME_SECRET } from './fixes.js'
 
 export interface DiagnoseOptions {
   secret: string
@@ -74,6 +75,8 @@ export async function diagnose(headers: CapturedHeaders, body: Uint8Array, optio
     detail: `${secret.length} characters from ${secretSource}${secret === options.secret ? '' : ' (after trimming whitespace)'}, ${prefixed ? `"${SECRET_PREFIX}" prefix present` : `no "${SECRET_PREFIX}" prefix`}`,
   })
 
+  const secretFindings = findings.length
+
   // 1. The verdict, from the core exactly as a receiver with these options would reach it.
   const verifyOptions = { secret, toleranceSeconds, allowV1, now: () => nowSeconds * 1000 }
   const diagnosis: Diagnosis = { ok: false, checks, findings }
@@ -86,60 +89,60 @@ export async function diagnose(headers: CapturedHeaders, body: Uint8Array, optio
     Object.assign(diagnosis, { code: error.code, status: error.status })
   }
 
-  // 2. Headers.
-  const missing = REQUIRED.filter((name) => !present(getHeader(headers, name)))
+  // 2. Each header rule on its own, judged by the core's header checks (src/headers.ts).
+  const rule = headerRules(headers, nowSeconds)
+  const id = rule([HEADER_ID])
+  const format = rule([HEADER_TIMESTAMP])
+  const hasV2 = passed(rule([HEADER_SIGNATURE_V2]))
+  const hasV1 = passed(rule([HEADER_SIGNATURE_V1]))
+  const absent: Record<(typeof REQUIRED)[number], boolean> = {
+    [HEADER_ID]: id === 'missing_id',
+    [HEADER_TIMESTAMP]: format === 'missing_timestamp',
+    [HEADER_SIGNATURE_V2]: !hasV2,
+    [HEADER_SIGNATURE_V1]: !hasV1,
+  }
+  const missing = REQUIRED.filter((name) => absent[name])
   const lookalikes = REQUIRED.flatMap((name) => lookalike(headers, name))
   checks.push({
     rule: 'headers',
-    ok:
-      !missing.includes(HEADER_ID) &&
-      !missing.includes(HEADER_TIMESTAMP) &&
-      (!missing.includes(HEADER_SIGNATURE_V2) || (allowV1 && !missing.includes(HEADER_SIGNATURE_V1))),
+    ok: !absent[HEADER_ID] && !absent[HEADER_TIMESTAMP] && (hasV2 || (allowV1 && hasV1)),
     detail: missing.length === 0 ? 'svc-webhook-id, -timestamp, -signature-v2 and -signature present' : `missing: ${missing.join(', ')}`,
   })
   const lost: string[] = missing.filter((name) => name === HEADER_ID || name === HEADER_TIMESTAMP)
-  if (missing.includes(HEADER_SIGNATURE_V2) && missing.includes(HEADER_SIGNATURE_V1)) lost.push(`${HEADER_SIGNATURE_V2} (nor ${HEADER_SIGNATURE_V1})`)
+  if (!hasV2 && !hasV1) lost.push(`${HEADER_SIGNATURE_V2} (nor ${HEADER_SIGNATURE_V1})`)
   if (lost.length > 0) {
     findings.push({
       cause: 'missing headers',
       why: `the request has no ${lost.join(', ')}.` + (lookalikes.length > 0 ? ` It has ${lookalikes.join(', ')}: renamed on the way.` : ''),
-      fix: 'make sure the proxy, load balancer or framework in front of the receiver forwards every svc-webhook-* header unchanged, and that the capture kept them.',
+      fix: `${FIXES.missing_id.fix} And check the capture kept them.`,
     })
   }
 
   // 3. Timestamp.
-  const rawTimestamp = single(getHeader(headers, HEADER_TIMESTAMP))
-  const timestamp = rawTimestamp !== undefined && /^\d{1,10}$/.test(rawTimestamp) ? Number(rawTimestamp) : undefined
-  if (rawTimestamp !== undefined && timestamp === undefined) {
+  if (format === 'invalid_timestamp') {
     checks.push({ rule: 'timestamp', ok: false, detail: 'not Unix time in whole seconds' })
-    findings.push({
-      cause: 'malformed timestamp',
-      why: 'svc-webhook-timestamp is not decimal Unix seconds.',
-      fix: 'the service always sends digits only: something rewrote the header, or this request is not from the service.',
-    })
-  } else if (timestamp !== undefined) {
+    findings.push({ cause: 'malformed timestamp', why: `${FIXES.invalid_timestamp.cause}.`, fix: FIXES.invalid_timestamp.fix })
+  }
+  const timestamp = passed(format) ? format.timestamp : undefined
+  if (timestamp !== undefined) {
+    const window = rule([HEADER_TIMESTAMP], toleranceSeconds)
     const skew = nowSeconds - timestamp
-    const ok = Math.abs(skew) <= toleranceSeconds
     const when = skew >= 0 ? `${skew} s old` : `${-skew} s in the future`
-    checks.push({ rule: 'timestamp', ok, detail: `${when} (tolerance ${toleranceSeconds} s)` })
-    if (!ok) {
+    checks.push({ rule: 'timestamp', ok: passed(window), detail: `${when} (tolerance ${toleranceSeconds} s)` })
+    if (!passed(window)) {
       findings.push({
-        cause: skew > 0 ? 'stale timestamp' : 'timestamp in the future',
+        cause: window === 'timestamp_too_old' ? 'stale timestamp' : 'timestamp in the future',
         why: `the signed timestamp is ${when}, outside the ${toleranceSeconds} s tolerance, so it is refused as a possible replay (skew ${skew} s).`,
         fix:
-          (skew > 0
+          (window === 'timestamp_too_old'
             ? 'If you are checking a capture after the fact, that is expected: pass --now <the Unix time it arrived> to check the rest. '
-            : '') +
-          "If it was refused live, this host's clock is off: check NTP (timedatectl / chrony). Raising toleranceSeconds hides the problem and widens the replay window.",
+            : '') + `If it was refused live: ${FIXES[window === 'timestamp_too_old' ? 'timestamp_too_old' : 'timestamp_in_future'].fix}`,
       })
     }
   }
 
   // 4. Signatures, with the clock set to the signed timestamp so only the bytes and the secret count.
-  const id = single(getHeader(headers, HEADER_ID))
-  if (timestamp !== undefined && id !== undefined) {
-    const hasV2 = present(getHeader(headers, HEADER_SIGNATURE_V2))
-    const hasV1 = present(getHeader(headers, HEADER_SIGNATURE_V1))
+  if (timestamp !== undefined && passed(id)) {
     const match = (s: string, b: Uint8Array, v: 'v2' | 'v1') => matches(headers, b, s, v, timestamp)
     const v2 = hasV2 && (await match(secret, body, 'v2'))
     const v1 = hasV1 && (await match(secret, body, 'v1'))
@@ -152,7 +155,7 @@ export async function diagnose(headers: CapturedHeaders, body: Uint8Array, optio
       findings.push({
         cause: 'v1-only delivery',
         why: `the request carries only the legacy v1 signature${v1 ? ' (it matches)' : ''}; v2 is required by default. The service sends both on every delivery, so the v2 header was lost on the way.`,
-        fix: 'forward svc-webhook-signature-v2 through your proxy. Only for a legacy sender that cannot send v2: allowV1: true (v1 does not cover the id, so such deliveries are not deduplicated).',
+        fix: FIXES.v1_not_allowed.fix,
       })
     }
     if (hasV2 && !v2) {
@@ -163,22 +166,24 @@ export async function diagnose(headers: CapturedHeaders, body: Uint8Array, optio
           fix: 'forward svc-webhook-id and svc-webhook-signature-v2 unchanged. The secret and the body are right.',
         })
       } else {
-        findings.push(await explainMismatch(headers, body, secret, timestamp, match))
+        findings.push(await explainMismatch(body, secret, 'v2', match))
       }
     } else if (!hasV2 && hasV1 && !v1) {
-      findings.push(await explainMismatch(headers, body, secret, timestamp, match))
+      findings.push(await explainMismatch(body, secret, 'v1', match))
     }
   }
 
   if (diagnosis.code === 'invalid_json') {
     findings.push({
       cause: 'body is not an event',
-      why: 'the signature is valid but the body is not a UTF-8 JSON object with a string "event".',
-      fix: 'the service always sends JSON: check the capture kept the whole body (and --body points at the body, not the headers).',
+      why: `${FIXES.invalid_json.cause}.`,
+      fix: `${FIXES.invalid_json.fix} Check the capture kept the whole body (and --body points at the body, not the headers).`,
     })
   }
-  if (diagnosis.code === 'body_too_large') {
-    findings.push({ cause: 'body too large', why: 'the body is over maxBodyBytes (1 MiB by default).', fix: 'raise maxBodyBytes if deliveries this large are expected.' })
+  // Any other refusal the checks above did not explain: the code's own cause and fix.
+  const { code } = diagnosis
+  if (code !== undefined && code !== 'invalid_secret' && findings.length === secretFindings) {
+    findings.push({ cause: code.replace(/_/g, ' '), why: `${FIXES[code].cause}.`, fix: FIXES[code].fix })
   }
   if (diagnosis.ok && !prefixed) {
     findings.push({
@@ -192,13 +197,11 @@ export async function diagnose(headers: CapturedHeaders, body: Uint8Array, optio
 
 /** Why no signature matched: the first alternative secret or body that would verify names the cause. */
 async function explainMismatch(
-  headers: CapturedHeaders,
   body: Uint8Array,
   secret: string,
-  timestamp: number,
+  version: 'v2' | 'v1',
   match: (s: string, b: Uint8Array, v: 'v2' | 'v1') => Promise<boolean>,
 ): Promise<Finding> {
-  const versions: ('v2' | 'v1')[] = present(getHeader(headers, HEADER_SIGNATURE_V2)) ? ['v2'] : ['v1']
   const secrets: { secret: string; cause?: Finding }[] = [{ secret }]
   if (!secret.startsWith(SECRET_PREFIX)) {
     secrets.push({
@@ -221,29 +224,27 @@ async function explainMismatch(
   }
   for (const candidate of secrets) {
     for (const form of bodyForms(body)) {
-      for (const version of versions) {
-        if (candidate.cause === undefined && form.name === 'as received') continue
-        if (!(await match(candidate.secret, form.bytes, version))) continue
-        if (candidate.cause) return candidate.cause
-        if (form.name === 'without the trailing newline') {
-          return {
-            cause: 'trailing newline in the body file',
-            why: 'the signature matches the body without its final newline: the capture (or an editor) added one the delivery did not have.',
-            fix: 'save the body byte for byte (curl --output, or write the raw bytes from your handler); do not open and re-save it in an editor.',
-          }
-        }
+      if (candidate.cause === undefined && form.name === 'as received') continue
+      if (!(await match(candidate.secret, form.bytes, version))) continue
+      if (candidate.cause) return candidate.cause
+      if (form.name === 'without the trailing newline') {
         return {
-          cause: 're-serialized body',
-          why: `the signature matches this body written ${form.name}, not the bytes given: something parsed the JSON and wrote it back (a body parser, a logger, a proxy) before it was verified or captured.`,
-          fix: 'verify the raw request bytes as received: mount the webhook route before express.json() (or use express.raw({ type: "*/*" }), await request.arrayBuffer()), and capture the raw body, not JSON.stringify(req.body).',
+          cause: 'trailing newline in the body file',
+          why: 'the signature matches the body without its final newline: the capture (or an editor) added one the delivery did not have.',
+          fix: 'save the body byte for byte (curl --output, or write the raw bytes from your handler); do not open and re-save it in an editor.',
         }
+      }
+      return {
+        cause: 're-serialized body',
+        why: `the signature matches this body written ${form.name}, not the bytes given: something parsed the JSON and wrote it back (a body parser, a logger, a proxy) before it was verified or captured.`,
+        fix: `${RAW_BYTES}, and capture the raw body, not JSON.stringify(req.body).`,
       }
     }
   }
   return {
     cause: 'wrong secret',
     why: 'no signature matches this secret, nor any re-serialization of the body with it, nor the secret with its prefix added or removed.',
-    fix: "use the current secret of this endpoint exactly as the service returned it. Rotating the secret stops the old one at once: during your deploy, configure both (secret: [newSecret, oldSecret]). Check you are not using another endpoint's or environment's secret.",
+    fix: `use ${SAME_SECRET}. Check you are not using another endpoint's or environment's secret.`,
   }
 }
 
@@ -294,12 +295,32 @@ async function matches(headers: CapturedHeaders, body: Uint8Array, secret: strin
   }
 }
 
-function present(value: string | readonly string[] | undefined): boolean {
-  return value !== undefined && value !== '' && !(Array.isArray(value) && value.length === 0)
+/**
+ * The core's header checks (readSignedHeaders) with only the `real` headers read from the capture
+ * and the others replaced by values that pass, so each rule's verdict is its own: a stale
+ * timestamp still lets the id be judged. A signature header under test is judged alone (the
+ * other one reads as absent). Returns what the core read, or the code it refused with.
+ */
+function headerRules(headers: CapturedHeaders, nowSeconds: number) {
+  const passing: Record<string, string> = { [HEADER_ID]: 'diagnose', [HEADER_TIMESTAMP]: String(nowSeconds), [HEADER_SIGNATURE_V2]: `v2=${'0'.repeat(64)}` }
+  return (real: readonly string[], toleranceSeconds = Number.MAX_SAFE_INTEGER): SignedHeaders | WebhookErrorCode => {
+    const signatureUnderTest = real.includes(HEADER_SIGNATURE_V2) || real.includes(HEADER_SIGNATURE_V1)
+    const get = (source: CapturedHeaders, name: string): HeaderValue => {
+      if (real.includes(name)) return getHeader(source, name)
+      if (signatureUnderTest && (name === HEADER_SIGNATURE_V2 || name === HEADER_SIGNATURE_V1)) return undefined
+      return passing[name]
+    }
+    try {
+      return readSignedHeaders(headers, get, { allowV1: true, toleranceSeconds, now: () => nowSeconds * 1000 })
+    } catch (error) {
+      if (isWebhookVerificationError(error)) return error.code
+      throw error
+    }
+  }
 }
 
-function single(value: string | readonly string[] | undefined): string | undefined {
-  return typeof value === 'string' ? value : value?.length === 1 ? value[0] : undefined
+function passed(verdict: SignedHeaders | WebhookErrorCode): verdict is SignedHeaders {
+  return typeof verdict !== 'string'
 }
 
 /** Headers whose names look like `name` renamed: `x-svc-webhook-id`, `http_svc_webhook_id`. */

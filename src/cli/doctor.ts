@@ -1,271 +1,324 @@
 /**
  * `svc-webhooks doctor <url>`: a conformance check of a live receiver against the sender's retry
- * rules (spec/service-api.md §6.3) and the answers table of DESIGN.md. Sends a small, fixed set of
- * signed and deliberately bad deliveries, each with a timeout, and prints a pass/fail table with
- * a fix for each failure. With `--runs-url` it also checks how often the handler ran.
+ * rules (spec/service-api.md §6.3). Each check sends signed or deliberately bad deliveries; an
+ * answer passes when the sender reads its status as it reads the status svc-webhooks answers
+ * with (the answers table, src/answers.ts). Prints a pass/fail table with a fix for each failure,
+ * named from the answer's code when it carries one. With `--runs-url` it also counts handler runs.
  */
 import { randomUUID } from 'node:crypto'
-import { sampleEvent, serializeEvent, signWebhook, type SignedWebhook } from '../testing.js'
-import {
-  EXIT,
-  HELP_OPTION,
-  httpUrl,
-  integer,
-  parse,
-  post,
-  SECRET_HELP,
-  SECRET_OPTIONS,
-  SENDER_TIMEOUT_MS,
-  signingSecret,
-  type Answer,
-  type Io,
-} from './shared.js'
+import { ANSWERS, type AnswerName } from '../answers.js'
+import { sampleEvent, serializeEvent, signWebhook, type SignedWebhook, type SignWebhookOptions } from '../testing.js'
+import { defineCommand, EXIT, httpUrl, integer, UsageError, type Io } from './command.js'
+import { answerCode, FIXES, RAW_BYTES, type RefusalCode } from './fixes.js'
+import { noAnswer, post, readingOf, SENDER_TIMEOUT_MS, type Answer, type Reading } from './http.js'
+import { SECRET_FLAGS, signingSecret } from './secret.js'
 
-export const DOCTOR_HELP = `Usage: svc-webhooks doctor <url> [options]
+type Row = { check: string; expected: string; got: string; ok: boolean; fix?: string }
 
-Checks a live receiver against the service's delivery rules and prints a pass/fail table with a
-fix for each failure. Point it at your own receiver (a local or staging one: it runs your
-handler on sample events). Exits 1 on any failure, so it can gate CI.
+/** The sender's readings a passing answer may have, and how the table shows them. */
+type Expected = { readings: ReadonlySet<Reading>; text: string }
 
-  valid delivery                      -> 2xx within 10 s
-  resend (same id, new timestamp)     -> 2xx, handler not run again
-  body with \\u escapes (raw bytes)    -> 2xx (fails when the body is re-serialized before verifying)
-  tampered body, wrong secret, stale or future timestamp, v1-only, unsigned
-                                      -> 4xx, not 429 (a 2xx accepts a forgery, a 5xx or 429 is retried)
-  concurrent duplicates               -> 2xx, 429 or 5xx only (never a permanent 4xx), one run
-  unknown event type                  -> 2xx (the catalog grows)
+const READING_TEXT: Record<Reading, string> = { delivered: '2xx', retried: '429/5xx', permanent: '4xx, not 429', redirect: '3xx' }
 
-Options:
-  --runs-url URL       GET URL returns {"runs": {"<delivery id>": <times the handler finished>}}:
-                       enables the checks that the handler ran before the answer, once
-  --allow-v1           the receiver accepts v1-only deliveries on purpose (allowV1: true)
-  --concurrency N      copies sent at once in the concurrency check (default 5, at most 20)
-  --timeout MS         per request (default 10000, the service's limit)
+/** What the sender must make of the answer: what it makes of the statuses of these answers table rows. */
+function expected(...names: AnswerName[]): Expected {
+  const readings = new Set(names.map((name) => readingOf(ANSWERS[name].status)))
+  return { readings, text: [...readings].map((r) => READING_TEXT[r]).join('/') }
+}
 
-${SECRET_HELP}
+const ACCEPTED = expected('processed')
+const DUPLICATE = expected('duplicate')
+const IGNORED = expected('ignored')
+// Overlapping copies of one delivery: one is processed, the others wait (in flight) or find it done.
+const CONCURRENT = expected('processed', 'in_flight', 'duplicate')
 
-Exit codes: 0 every check passed, 1 a check failed, 2 usage error.`
+const nowSeconds = () => Math.floor(Date.now() / 1000)
+const WINDOW = 'refuse timestamps more than 300 s away'
 
-/** One row of the table. */
-interface Row {
-  check: string
-  expected: string
-  got: string
-  ok: boolean
-  fix?: string
+/** Deliveries that must be refused permanently, each with the answers table row that refuses it. */
+const REFUSALS: { check: string; code: RefusalCode; why: string; sign: () => Partial<SignWebhookOptions>; tamper?: true }[] = [
+  { check: 'tampered body', code: 'invalid_signature', why: 'it does not check the signature against the body it received', sign: () => ({}), tamper: true },
+  { check: 'wrong secret', code: 'invalid_signature', why: 'it does not verify the signature with the endpoint secret', sign: () => ({ secret: `svc_whsec_${randomUUID().replace(/-/g, '')}` }) },
+  { check: 'stale timestamp (3600 s old)', code: 'timestamp_too_old', why: `it ignores the signed timestamp, so a captured delivery can be replayed forever; ${WINDOW}`, sign: () => ({ timestamp: nowSeconds() - 3600 }) },
+  { check: 'future timestamp (3600 s ahead)', code: 'timestamp_in_future', why: `it checks the timestamp in one direction only; ${WINDOW} either way`, sign: () => ({ timestamp: nowSeconds() + 3600 }) },
+  { check: 'v1-only signature', code: 'v1_not_allowed', why: 'it accepts the legacy v1 signature, which does not cover the delivery id (rerun with --allow-v1 if you opted in for a legacy sender)', sign: () => ({ schemes: ['v1'] }) },
+  { check: 'no signature', code: 'missing_signature', why: 'it accepts unsigned requests: anyone who knows the URL can post events', sign: () => ({ schemes: [] }) },
+]
+
+/** The checks as `--help` lists them. */
+const CHECK_LIST: [string, Expected, string][] = [
+  ['valid delivery', ACCEPTED, 'within 10 s'],
+  ['resend (same id, new timestamp)', DUPLICATE, 'handler not run again'],
+  ['body with \\u escapes (raw bytes)', ACCEPTED, 'fails when the body is re-serialized before verifying'],
+  ['tampered body, wrong secret, stale or future timestamp, v1-only, unsigned', expected(...REFUSALS.map((r) => r.code)), '2xx accepts a forgery, 429/5xx is retried'],
+  ['concurrent duplicates', CONCURRENT, 'never a permanent 4xx; one run'],
+  ['unknown event type', IGNORED, 'the catalog grows'],
+]
+
+/** What the checks share. */
+interface Doctor {
+  allowV1: boolean
+  concurrency: number
+  runsUrl: URL | undefined
+  sign: (options?: Partial<SignWebhookOptions>) => Promise<SignedWebhook>
+  /** POSTs `signed`, or other bytes under its signature. */
+  deliver: (signed: SignedWebhook, body?: string) => Promise<Answer>
+  /** The run counts, or what is wrong with the runs URL. */
+  readRuns: () => Promise<Runs | string>
 }
 
 type Runs = Record<string, number>
 
-const STALE_SECONDS = 3600
+/** Finished handler runs of a delivery id; undefined without --runs-url. */
+type RunsOf = (id: string) => number | undefined
+
+/**
+ * A check sends its deliveries and returns the judge of its rows, called once every delivery was
+ * answered, so a receiver that answers first and works later has caught up when runs are counted.
+ */
+type Check = (doctor: Doctor, valid: { signed: SignedWebhook; answer: Answer }) => Promise<(runsOf: RunsOf) => Row[]>
+
 // Non-ASCII written as \u escapes, as a sender may write it: JSON.parse + JSON.stringify turns
 // them into UTF-8, so a receiver that verifies a re-serialized body fails on this one.
 const ESCAPED_TEXT = 'Caf\\u00e9 para dos \\ud83c\\udf5d \\u2014 raw bytes'
+const RUNS_SHAPE = 'it must answer GET with 200 and JSON {"runs": {"<delivery id>": <times the handler finished>}}'
 
-/** Runs `doctor`; returns the exit code. */
-export async function doctorCommand(argv: string[], io: Io): Promise<number> {
-  const { values, positionals } = parse({
-    args: argv,
-    options: {
-      ...HELP_OPTION,
-      ...SECRET_OPTIONS,
-      'runs-url': { type: 'string' },
-      'allow-v1': { type: 'boolean' },
-      concurrency: { type: 'string' },
-      timeout: { type: 'string' },
+export const doctor = defineCommand(
+  {
+    name: 'doctor',
+    summary: "check a live receiver against the service's delivery rules (for CI)",
+    usage: ['<url> [options]'],
+    positionals: ['<url>'],
+    description: `Checks a live receiver against the service's delivery rules and prints a pass/fail table with a
+fix for each failure. Point it at your own receiver (a local or staging one: it runs your
+handler on sample events). Exits 1 on any failure, so it can gate CI.
+
+${CHECK_LIST.map(([what, { text }, note]) => `  ${what.length > 34 ? `${what}\n${' '.repeat(38)}` : what.padEnd(36)}-> ${text} (${note})`).join('\n')}`,
+    flags: {
+      'runs-url': { type: 'string', value: 'URL', help: 'GET URL returns {"runs": {"<delivery id>": <times the handler finished>}}:\nenables the checks that the handler ran before the answer, and once' },
+      'allow-v1': { type: 'boolean', help: 'the receiver accepts v1-only deliveries on purpose (allowV1: true)' },
+      concurrency: { type: 'string', value: 'N', help: 'copies sent at once in the concurrency check (default 5, at most 20)' },
+      timeout: { type: 'string', value: 'MS', help: "per request (default 10000, the service's limit)" },
+      ...SECRET_FLAGS,
     },
-    allowPositionals: true,
-    strict: true,
-  })
-  if (values.help) {
-    io.out(`${DOCTOR_HELP}\n`)
-    return EXIT.ok
-  }
-  const url = httpUrl(positionals[0], 'the receiver URL (svc-webhooks doctor <url>)')
-  const runsUrl = values['runs-url'] === undefined ? undefined : httpUrl(values['runs-url'], '--runs-url')
-  const timeoutMs = integer(values.timeout, '--timeout', SENDER_TIMEOUT_MS)
-  const concurrency = Math.min(integer(values.concurrency, '--concurrency', 5, { min: 2 }), 20)
-  const allowV1 = values['allow-v1'] ?? false
-  const secret = signingSecret(values, io)
-
-  io.out(`svc-webhooks doctor ${url.href}\n${runsUrl ? `runs from ${runsUrl.href}` : 'no --runs-url: run counts are not checked'}\n\n`)
-  const rows: Row[] = []
-  const times: number[] = []
-  const send = async (signed: SignedWebhook): Promise<Answer> => {
-    const answer = await post(url, signed, timeoutMs)
-    times.push(answer.ms)
-    return answer
-  }
-  const sign = (options: Partial<Parameters<typeof signWebhook>[0]> = {}) =>
-    signWebhook({ secret, event: sampleEvent('message.received'), ...options })
-  const readRuns = async (): Promise<Runs | string> => {
-    if (!runsUrl) return 'no runs URL'
-    try {
-      const res = await fetch(runsUrl, { signal: AbortSignal.timeout(timeoutMs) })
-      const json = (await res.json()) as { runs?: unknown }
-      if (!res.ok || typeof json.runs !== 'object' || json.runs === null) return `runs URL answered ${res.status} without {"runs": {...}}`
-      return json.runs as Runs
-    } catch (error) {
-      return `runs URL unreadable: ${(error as Error).message}`
+    examples: ['npx svc-webhooks doctor http://127.0.0.1:3000/webhooks/svc --runs-url http://127.0.0.1:3000/runs'],
+    exitCodes: '0 every check passed, 1 a check failed, 2 usage error.',
+  },
+  async ({ values, positionals }, io) => {
+    const url = httpUrl(positionals[0], 'the receiver URL (svc-webhooks doctor <url>)')
+    const runsUrl = values['runs-url'] === undefined ? undefined : httpUrl(values['runs-url'], '--runs-url')
+    const timeoutMs = integer(values.timeout, '--timeout', SENDER_TIMEOUT_MS)
+    const secret = signingSecret(values, io)
+    const answers: Answer[] = []
+    const doctor: Doctor = {
+      allowV1: values['allow-v1'] ?? false,
+      concurrency: Math.min(integer(values.concurrency, '--concurrency', 5, { min: 2 }), 20),
+      runsUrl,
+      sign: (options = {}) => signWebhook({ secret, event: sampleEvent('message.received'), ...options }),
+      async deliver(signed, body) {
+        const answer = await post(url, body === undefined ? signed : { ...signed, rawBody: new TextEncoder().encode(body) }, timeoutMs)
+        answers.push(answer)
+        return answer
+      },
+      readRuns: () => (runsUrl ? readRuns(runsUrl, timeoutMs) : Promise.resolve('no --runs-url')),
     }
-  }
+    if (runsUrl) {
+      // Before anything is sent: a runs URL that cannot be read would fail every run-count row.
+      const runs = await doctor.readRuns()
+      if (typeof runs === 'string') throw new UsageError(`--runs-url ${runsUrl.href}: ${runs}. Fix the URL, or leave out --runs-url to check statuses only.`)
+    }
 
-  // 1. A valid delivery, and whether the handler had finished when the 2xx came.
-  const valid = await sign()
-  const first = await send(valid)
-  rows.push(accepted('valid delivery', first, 'a correctly signed delivery was not accepted'))
-  if (first.error !== undefined) return finish(io, rows, `stopped: ${url.href} did not answer (${first.error}).`)
-  if (runsUrl && is2xx(first)) {
-    const runs = await readRuns()
-    const n = typeof runs === 'string' ? undefined : (runs[valid.id] ?? 0)
+    io.out(`svc-webhooks doctor ${url.href}\n${runsUrl ? `runs from ${runsUrl.href}` : 'no --runs-url: run counts are not checked'}\n\n`)
+    const signed = await doctor.sign()
+    const valid = { signed, answer: await doctor.deliver(signed) }
+    const validRow = acceptedRow('valid delivery', valid.answer, ACCEPTED, 'a correctly signed delivery was not accepted')
+    if (valid.answer.error !== undefined) return finish(io, [validRow], `stopped: ${url.href} did not answer (${valid.answer.error.code}).`)
+    // A body parsed before the middleware fails every request before its signature is read: each row would say it again.
+    if (answerCode(valid.answer.body) === 'body_already_parsed') {
+      return finish(io, [validRow], `stopped: the receiver answers every delivery ${valid.answer.status} body_already_parsed, so the other checks would all fail the same way.`)
+    }
+
+    const judges = []
+    for (const check of [handlerFinishedFirst, resend, rawBytes, v1WhenAllowed, unknownEventType, refusals, concurrentDuplicates]) judges.push(await check(doctor, valid))
+    const runs = await doctor.readRuns()
+    const rows = [validRow, ...judges.flatMap((judge) => judge((id) => (typeof runs === 'string' ? undefined : (runs[id] ?? 0))))]
+    if (runsUrl && typeof runs === 'string') rows.push({ check: 'run counts', expected: 'readable', got: 'unreadable', ok: false, fix: runs })
+    const slowest = Math.round(Math.max(...answers.map((a) => a.ms)))
+    const limit = Math.min(timeoutMs, SENDER_TIMEOUT_MS)
     rows.push({
-      check: 'handler finished before the 2xx',
-      expected: '1 run when the 2xx arrives',
-      got: n === undefined ? (runs as string) : `${n} run${n === 1 ? '' : 's'}`,
-      ok: n === 1,
-      fix:
-        n === 0
-          ? 'the receiver answered 2xx before its handler finished: the service never retries a 2xx, so if the process dies now the delivery is lost. Run the handler (or write the event to a durable queue) first, then answer.'
-          : 'the runs URL must return {"runs": {"<delivery id>": <finished runs>}} for the ids the receiver processed.',
+      check: `every answer within ${limit / 1000} s`,
+      expected: `< ${limit} ms`,
+      got: `slowest ${slowest} ms`,
+      ok: slowest < limit && answers.every((a) => a.error === undefined),
+      fix: 'the service gives up after 10 s and counts a failure: answer within 10 s, moving slow work after a durable write (a queue).',
     })
+    return finish(io, rows)
+  },
+)
+
+// The checks, in the order they send.
+
+/** The handler had finished when the 2xx came: the service never retries a 2xx. */
+const handlerFinishedFirst: Check = async (doctor, { signed, answer }) => {
+  // A 202 (accepted into a durable inbox) promises a later run, not a finished one.
+  if (!doctor.runsUrl || !meets(answer, ACCEPTED) || answer.status === ANSWERS.accepted.status) return () => []
+  const runs = await doctor.readRuns()
+  const n = typeof runs === 'string' ? undefined : (runs[signed.id] ?? 0)
+  let fix = typeof runs === 'string' ? runs : `the runs URL counts ${n} runs for a delivery sent once: it must count finished handler runs per delivery id.`
+  if (n === 0) {
+    fix = 'the receiver answered 2xx before its handler finished: the service never retries a 2xx, so if the process dies now the delivery is lost. Run the handler (or write the event to a durable queue) first, then answer.'
   }
+  return () => [{ check: 'handler finished before the 2xx', expected: '1 run when the 2xx arrives', got: n === undefined ? 'runs URL unreadable' : runCount(n), ok: n === 1, fix }]
+}
 
-  // 2. A resend of the same delivery: same id and bytes, new timestamp.
-  const resend = await sign({ body: valid.rawBody, id: valid.id, timestamp: valid.timestamp + 1 })
-  const second = await send(resend)
-
-  // 3. Raw bytes: a body that changes when parsed and re-serialized.
-  const escapedBody = serializeEvent(sampleEvent('message.received')).replace(
-    JSON.stringify(sampleEvent('message.received').message.text),
-    `"${ESCAPED_TEXT}"`,
-  )
-  const escaped = await sign({ body: escapedBody })
-  const raw = await send(escaped)
-  rows.push(
-    accepted(
-      'raw bytes: body with \\u escapes',
-      raw,
-      'a correctly signed body with \\u escapes was not accepted',
-      'a correctly signed body with \\u escapes was refused: the receiver verifies a re-serialized body (JSON.parse then JSON.stringify), not the raw bytes. Mount the webhook route before express.json() (or use express.raw({ type: "*/*" }) / await request.arrayBuffer()) and verify those bytes.',
-    ),
-  )
-
-  // 4. Deliveries that must be refused permanently.
-  const refusals: [string, SignedWebhook, Answer, string][] = []
-  const refuse = async (check: string, signed: SignedWebhook, why: string, body?: string) => {
-    const answer = await send(body === undefined ? signed : { ...signed, rawBody: new TextEncoder().encode(body) })
-    refusals.push([check, signed, answer, why])
-  }
-  const tampered = await sign()
-  await refuse('tampered body', tampered, 'it does not check the signature against the body it received', tampered.body.replace('"text":"', '"text":"tampered '))
-  await refuse('wrong secret', await sign({ secret: `svc_whsec_${randomUUID().replace(/-/g, '')}` }), 'it does not verify the signature with the endpoint secret')
-  const nowSeconds = Math.floor(Date.now() / 1000)
-  await refuse(`stale timestamp (${STALE_SECONDS} s old)`, await sign({ timestamp: nowSeconds - STALE_SECONDS }), 'it ignores the signed timestamp, so a captured delivery can be replayed forever; refuse timestamps more than 300 s away')
-  await refuse(`future timestamp (${STALE_SECONDS} s ahead)`, await sign({ timestamp: nowSeconds + STALE_SECONDS }), 'it checks the timestamp in one direction only; refuse timestamps more than 300 s away either way')
-  const v1Only = await sign({ schemes: ['v1'] })
-  if (allowV1) rows.push(accepted('v1-only (--allow-v1)', await send(v1Only), 'the receiver is said to accept v1 (--allow-v1) but refused a valid v1 delivery'))
-  else await refuse('v1-only signature', v1Only, 'it accepts the legacy v1 signature, which does not cover the delivery id (rerun with --allow-v1 if you opted in for a legacy sender)')
-  await refuse('no signature', await sign({ schemes: [] }), 'it accepts unsigned requests: anyone who knows the URL can post events')
-
-  // 5. Concurrent copies of one delivery, as overlapping retries arrive.
-  const dup = await sign()
-  const dupId = dup.id
-  const signedCopies = await Promise.all(
-    Array.from({ length: concurrency }, (_, i) => sign({ body: dup.rawBody, id: dup.id, timestamp: dup.timestamp + (i % 3) })),
-  )
-  const dupAnswers = await Promise.all(signedCopies.map(send))
-
-  // 6. An event type this receiver has never heard of.
-  const unknown = await sign({ event: { event: 'doctor.unknown_event', id: randomUUID() } })
-  rows.push(accepted('unknown event type', await send(unknown), 'an event type without a handler must be answered 2xx and ignored: the catalog grows, and a 4xx drops those deliveries, a 5xx makes them fail until the endpoint is disabled.'))
-
-  // Run counts, read once after everything has been answered.
-  const runs = await readRuns()
-  const runsOf = (id: string): number | undefined => (typeof runs === 'string' ? undefined : (runs[id] ?? 0))
-
-  const resendRuns = runsOf(valid.id)
-  const resendRow = accepted('resend (same id, new timestamp)', second, 'a resend or retry of a processed delivery must be answered 2xx (duplicate)')
-  if (second.status === 409) resendRow.fix = 'answered 409 to a duplicate: the service treats 409 as a permanent refusal. Answer 2xx for an id already processed (marked duplicate), without running the handler.'
-  if (resendRuns !== undefined) {
-    resendRow.expected = '2xx, still 1 run'
-    resendRow.got += `, ${resendRuns} run${resendRuns === 1 ? '' : 's'}`
-    if (resendRuns > 1) {
-      resendRow.ok = false
-      resendRow.fix = 'the handler ran again for a delivery id it had already processed: deduplicate on svc-webhook-id (after v2 verification) with claim -> run -> complete in a shared store, and answer 2xx duplicate.'
+/** The same delivery again, as a retry or manual resend: same id and bytes, new timestamp. */
+const resend: Check = async (doctor, { signed }) => {
+  const answer = await doctor.deliver(await doctor.sign({ body: signed.rawBody, id: signed.id, timestamp: signed.timestamp + 1 }))
+  return (runsOf) => {
+    const row = acceptedRow('resend (same id, new timestamp)', answer, DUPLICATE, 'a resend or retry of a processed delivery must be answered 2xx (duplicate)')
+    if (answer.status === 409) row.fix = 'answered 409 to a duplicate: the service treats 409 as a permanent refusal. Answer 2xx for an id already processed (marked duplicate), without running the handler.'
+    const runs = runsOf(signed.id)
+    if (runs === undefined) return [row]
+    row.expected += ', still 1 run'
+    row.got += `, ${runCount(runs)}`
+    if (runs > 1) {
+      row.ok = false
+      row.fix = 'the handler ran again for a delivery id it had already processed: deduplicate on svc-webhook-id (after v2 verification) with claim -> run -> complete in a shared store, and answer 2xx duplicate.'
     }
+    return [row]
   }
-  rows.splice(rows.findIndex((r) => r.check === 'raw bytes: body with \\u escapes'), 0, resendRow)
-
-  for (const [check, signed, answer, why] of refusals) rows.push(refused(check, answer, why, runsOf(signed.id)))
-
-  const statuses = dupAnswers.map((a) => (a.error !== undefined ? 'no answer' : String(a.status)))
-  const permanent = dupAnswers.filter((a) => a.error === undefined && !(is2xx(a) || a.status === 429 || a.status >= 500))
-  const dupRuns = runsOf(dupId)
-  rows.push({
-    check: `${concurrency} concurrent duplicates`,
-    expected: `2xx/429/5xx only${dupRuns === undefined ? '' : ', at most 1 run'}`,
-    got: `${summarize(statuses)}${dupRuns === undefined ? '' : `, ${dupRuns} run${dupRuns === 1 ? '' : 's'}`}`,
-    ok: permanent.length === 0 && dupAnswers.every((a) => a.error === undefined) && (dupRuns === undefined || dupRuns <= 1),
-    fix:
-      permanent.length > 0
-        ? `answered ${summarize(permanent.map((a) => String(a.status)))} while the same id was being processed: that is permanent to the service, which drops the delivery if the first attempt then fails. Answer 429 or 503 with Retry-After while it is in flight, 2xx once done.`
-        : dupRuns !== undefined && dupRuns > 1
-          ? 'the handler ran more than once for one delivery id: claim the id atomically before running (SET NX in Redis, INSERT ... ON CONFLICT DO NOTHING), not check-then-run.'
-          : 'a copy got no answer within the time limit.',
-  })
-  rows.push(withinTime(rows, times, timeoutMs))
-  return finish(io, rows)
 }
 
-function is2xx(answer: Answer): boolean {
-  return answer.error === undefined && answer.status >= 200 && answer.status < 300
+/** A body that changes when parsed and re-serialized: only verifying the raw bytes accepts it. */
+const rawBytes: Check = async (doctor) => {
+  const event = sampleEvent('message.received')
+  const answer = await doctor.deliver(await doctor.sign({ body: serializeEvent(event).replace(JSON.stringify(event.message.text), `"${ESCAPED_TEXT}"`) }))
+  const refused = `a correctly signed body with \\u escapes was refused: the receiver verifies a re-serialized body (JSON.parse then JSON.stringify), not the raw bytes. Fix: ${RAW_BYTES}.`
+  return () => [acceptedRow('raw bytes: body with \\u escapes', answer, ACCEPTED, 'a correctly signed body with \\u escapes was not accepted', refused)]
 }
 
+/** With --allow-v1, a valid v1-only delivery must be accepted (without it, it is one of the refusals). */
+const v1WhenAllowed: Check = async (doctor) => {
+  if (!doctor.allowV1) return () => []
+  const answer = await doctor.deliver(await doctor.sign({ schemes: ['v1'] }))
+  return () => [acceptedRow('v1-only (--allow-v1)', answer, ACCEPTED, 'the receiver is said to accept v1 (--allow-v1) but refused a valid v1 delivery')]
+}
+
+/** An event type this receiver has never heard of: the catalog grows. */
+const unknownEventType: Check = async (doctor) => {
+  const answer = await doctor.deliver(await doctor.sign({ event: { event: 'doctor.unknown_event', id: randomUUID() } }))
+  const why = 'an event type without a handler must be answered 2xx and ignored: the catalog grows, and a 4xx drops those deliveries, a 5xx makes them fail until the endpoint is disabled'
+  return () => [acceptedRow('unknown event type', answer, IGNORED, why, `refused an event type it has no handler for; ${why}.`)]
+}
+
+/** Deliveries that must be refused permanently, without running the handler. */
+const refusals: Check = async (doctor) => {
+  const sent: [(typeof REFUSALS)[number], SignedWebhook, Answer][] = []
+  for (const refusal of REFUSALS) {
+    if (refusal.code === 'v1_not_allowed' && doctor.allowV1) continue
+    const signed = await doctor.sign(refusal.sign())
+    sent.push([refusal, signed, await doctor.deliver(signed, refusal.tamper ? signed.body.replace('"text":"', '"text":"tampered ') : undefined)])
+  }
+  return (runsOf) =>
+    sent.map(([{ check, code, why }, signed, answer]) => {
+      const runs = runsOf(signed.id)
+      const expectation = expected(code)
+      const reading = answer.error === undefined ? readingOf(answer.status) : undefined
+      const answered = `answered ${answer.status}${answerCode(answer.body) === undefined ? '' : ` ${answerCode(answer.body)}`}`
+      let fix: string | undefined
+      if (answer.error !== undefined) fix = `${answer.error.meaning} Refuse bad deliveries quickly, with 401.`
+      else if (reading === 'delivered') fix = `accepted a delivery it must refuse: ${why}. Verify with verifyWebhook (or the svc-webhooks middleware) before anything else and answer 401.`
+      else if (reading === 'retried') fix = `${answered}, which the service retries: a bad delivery would come back again and again and count toward disabling the endpoint. Answer 401 (400 for malformed headers).`
+      else if (!meets(answer, expectation)) fix = `${answered}; answer 401.`
+      else if (runs !== undefined && runs > 0) fix = `${answered} but the handler ran: verify before running the handler.`
+      return {
+        check,
+        expected: runs === undefined ? expectation.text : `${expectation.text}, no run`,
+        got: got(answer) + (runs === undefined ? '' : `, ${runCount(runs)}`),
+        ok: meets(answer, expectation) && !runs,
+        fix,
+      }
+    })
+}
+
+/** Copies of one delivery at once, as overlapping retries arrive: never a permanent refusal, at most one run. */
+const concurrentDuplicates: Check = async (doctor) => {
+  const first = await doctor.sign()
+  const copies = await Promise.all(Array.from({ length: doctor.concurrency }, (_, i) => doctor.sign({ body: first.rawBody, id: first.id, timestamp: first.timestamp + (i % 3) })))
+  const answers = await Promise.all(copies.map((copy) => doctor.deliver(copy)))
+  return (runsOf) => {
+    const permanent = answers.filter((a) => a.error === undefined && !meets(a, CONCURRENT))
+    const runs = runsOf(first.id)
+    let fix = 'a copy got no answer within the time limit.'
+    if (permanent.length > 0) {
+      fix = `answered ${summarize(permanent.map((a) => String(a.status)))} while the same id was being processed: that is permanent to the service, which drops the delivery if the first attempt then fails. Answer 429 or 503 with Retry-After while it is in flight, 2xx once done.`
+    } else if (runs !== undefined && runs > 1) {
+      fix = 'the handler ran more than once for one delivery id: claim the id atomically before running (SET NX in Redis, INSERT ... ON CONFLICT DO NOTHING), not check-then-run.'
+    }
+    return [
+      {
+        check: `${doctor.concurrency} concurrent duplicates`,
+        expected: `${CONCURRENT.text} only${runs === undefined ? '' : ', at most 1 run'}`,
+        got: summarize(answers.map((a) => (a.error !== undefined ? 'no answer' : String(a.status)))) + (runs === undefined ? '' : `, ${runCount(runs)}`),
+        ok: permanent.length === 0 && answers.every((a) => a.error === undefined) && (runs === undefined || runs <= 1),
+        fix,
+      },
+    ]
+  }
+}
+
+// Judging and printing.
+
+function meets(answer: Answer, expectation: Expected): boolean {
+  return answer.error === undefined && expectation.readings.has(readingOf(answer.status))
+}
+
+/** The status and the answer's code, or why no answer came. */
 function got(answer: Answer): string {
-  return answer.error !== undefined ? answer.error : `${answer.status} in ${Math.round(answer.ms)} ms`
+  if (answer.error !== undefined) return `no answer (${answer.error.code})`
+  const code = answerCode(answer.body)
+  return `${answer.status}${code === undefined ? '' : ` ${code}`} in ${Math.round(answer.ms)} ms`
 }
 
-/** A row that expects 2xx. */
-function accepted(check: string, answer: Answer, problem: string, refusedFix?: string): Row {
-  let fix = problem
-  if (answer.error !== undefined) fix = `no answer: the service gives up after 10 s and retries. Answer within 10 s; move slow work after a durable write (a queue).`
-  else if (answer.status === 404 || answer.status === 405) fix = `${answer.status}: nothing accepts POST at this URL; check the path and method the route is mounted on.`
-  else if (answer.status >= 300 && answer.status < 400) fix = `${answer.status}: the service does not follow redirects; give it the final URL.`
-  else if ((answer.status === 401 || answer.status === 400) && refusedFix !== undefined) fix = refusedFix
-  else if (answer.status === 401 || answer.status === 400) fix = `${problem}. The receiver refused it (${answer.status}): check it uses the same secret as this doctor run, and verifies the raw request bytes.`
-  else if (answer.status === 429 || answer.status >= 500) fix = `${problem}. ${answer.status} makes the service retry; check the receiver's logs (handler error? store unreachable?).`
-  return { check, expected: '2xx', got: got(answer), ok: is2xx(answer), fix }
-}
-
-/** A row that expects a permanent refusal: 4xx, not 429, and the handler not run. */
-function refused(check: string, answer: Answer, why: string, runs: number | undefined): Row {
-  const permanent = answer.error === undefined && answer.status >= 400 && answer.status < 500 && answer.status !== 429
-  let fix: string | undefined
-  if (answer.error !== undefined) fix = 'no answer: refuse bad deliveries quickly with 401.'
-  else if (is2xx(answer)) fix = `accepted a delivery it must refuse: ${why}. Verify with verifyWebhook (or the svc-webhooks middleware) before anything else and answer 401.`
-  else if (answer.status === 429 || answer.status >= 500) fix = `answered ${answer.status}, which the service retries: a bad delivery would come back again and again and count toward disabling the endpoint. Answer 401 (400 for malformed headers).`
-  else if (!permanent) fix = `answered ${answer.status}; answer 401.`
-  else if (runs !== undefined && runs > 0) fix = `answered ${answer.status} but the handler ran: verify before running the handler.`
-  return {
-    check,
-    expected: runs === undefined ? '4xx, not 429' : '4xx, not 429, no run',
-    got: got(answer) + (runs === undefined ? '' : `, ${runs} run${runs === 1 ? '' : 's'}`),
-    ok: permanent && (runs === undefined || runs === 0),
-    fix,
+/** A row whose delivery must be accepted. `problem` says what failing means; `whenRefused` is the fix for a 400 or 401. */
+function acceptedRow(check: string, answer: Answer, expectation: Expected, problem: string, whenRefused?: string): Row {
+  const row = { check, expected: expectation.text, got: got(answer), ok: meets(answer, expectation) }
+  const { status, error } = answer
+  const code = answerCode(answer.body)
+  if (error !== undefined) return { ...row, fix: error.meaning }
+  if ((status === 400 || status === 401) && whenRefused !== undefined) return { ...row, fix: whenRefused }
+  if (code !== undefined) return { ...row, fix: `${problem}: the receiver answered ${status} ${code}, ${FIXES[code].cause}. Fix: ${FIXES[code].fix}` }
+  if (status === 404 || status === 405) return { ...row, fix: `${status}: nothing accepts POST at this URL; check the path and method the route is mounted on.` }
+  if (readingOf(status) === 'redirect') return { ...row, fix: `${status}: the service does not follow redirects; give it the final URL.` }
+  if (status === 400 || status === 401) {
+    return { ...row, fix: `${problem}: the receiver refused it (${status}). Check it uses the same secret as this doctor run, and verifies the raw request bytes.` }
   }
+  if (readingOf(status) === 'retried') return { ...row, fix: `${problem}: ${status} makes the service retry. Check the receiver's logs (handler error? store unreachable?).` }
+  return { ...row, fix: `${problem}.` }
 }
 
-function withinTime(rows: Row[], times: number[], timeoutMs: number): Row {
-  const slowest = Math.round(Math.max(...times))
-  const limit = Math.min(timeoutMs, SENDER_TIMEOUT_MS)
-  const ok = slowest < limit && rows.every((r) => !r.got.startsWith('no answer'))
-  return {
-    check: `every answer within ${limit / 1000} s`,
-    expected: `< ${limit} ms`,
-    got: `slowest ${slowest} ms`,
-    ok,
-    fix: 'the service gives up after 10 s and counts a failure: answer within 10 s, moving slow work after a durable write (a queue).',
+/** The run counts from the runs URL, or what is wrong with it (what it answered, never a JSON parser's complaint). */
+async function readRuns(runsUrl: URL, timeoutMs: number): Promise<Runs | string> {
+  let res: Response
+  try {
+    res = await fetch(runsUrl, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(timeoutMs) })
+  } catch (error) {
+    const why = noAnswer(error, runsUrl, timeoutMs)
+    return `the runs URL did not answer (${why.code}): ${why.meaning}`
   }
+  const text = await res.text()
+  if (!res.ok) return `the runs URL answered ${res.status}; ${RUNS_SHAPE}`
+  let runs: unknown
+  try {
+    runs = (JSON.parse(text) as { runs?: unknown } | null)?.runs
+  } catch {
+    return `the runs URL answered ${res.status} with ${res.headers.get('content-type') ?? 'no content type'}, not JSON; ${RUNS_SHAPE}`
+  }
+  return typeof runs === 'object' && runs !== null && !Array.isArray(runs) ? (runs as Runs) : `the runs URL answered JSON without a "runs" object; ${RUNS_SHAPE}`
+}
+
+function runCount(n: number): string {
+  return `${n} run${n === 1 ? '' : 's'}`
 }
 
 /** `200 x3, 429 x2` */

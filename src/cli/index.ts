@@ -1,23 +1,27 @@
 #!/usr/bin/env node
 /**
- * The `svc-webhooks` bin: dispatches to send, sign, verify and doctor, maps errors to the exit
- * codes (0 ok, 1 check failed, 2 usage error) and never prints a secret.
+ * The `svc-webhooks` bin: dispatches to send, sign, verify and doctor, prints the version, maps
+ * errors to the exit codes (0 ok, 1 check failed, 2 usage error) and never prints a secret.
  */
-import { doctorCommand, DOCTOR_HELP } from './doctor.js'
-import { sendCommand, SEND_HELP } from './send.js'
-import { EXIT, UsageError, type Io } from './shared.js'
-import { signCommand, SIGN_HELP } from './sign.js'
-import { verifyCommand, VERIFY_HELP } from './verify.js'
+import { existsSync, readFileSync, realpathSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { EXIT, UsageError, type Command, type Io } from './command.js'
+import { doctor } from './doctor.js'
+import { send } from './send.js'
+import { sign } from './sign.js'
+import { verify } from './verify.js'
 
-const HELP = `Usage: svc-webhooks <command> [options]
+const COMMANDS: readonly Command[] = [send, sign, verify, doctor]
+
+function help(): string {
+  const names = COMMANDS.map((c) => [c.name, ...(c.positionals ?? [])].join(' '))
+  const width = Math.max(...names.map((n) => n.length)) + 3
+  return `Usage: svc-webhooks <command> [options]
 
 Commands:
-  send <url>     POST a signed sample delivery to your receiver, as the service does
-  sign           print the signed headers for a body (curl flags or JSON)
-  verify         check a captured request and say which rule fails and how to fix it
-  doctor <url>   check a live receiver against the service's delivery rules (for CI)
+${COMMANDS.map((c, i) => `  ${names[i]!.padEnd(width)}${c.summary}`).join('\n')}
 
-Run "svc-webhooks <command> --help" for its options.
+Run "svc-webhooks <command> --help" for its options, "svc-webhooks --version" for the version.
 
 The secret is read from $SVC_WEBHOOK_SECRET (or --secret-env NAME, --secret-file PATH).
 
@@ -25,12 +29,23 @@ Exit codes:
   0  ok: delivered (2xx), verified, or every doctor check passed
   1  a check failed: refused or no answer, does not verify, a doctor row failed
   2  usage error: unknown command or flag, missing argument or secret, unreadable file`
+}
 
-const COMMANDS: Record<string, { run: (argv: string[], io: Io) => Promise<number>; help: string }> = {
-  send: { run: sendCommand, help: SEND_HELP },
-  sign: { run: signCommand, help: SIGN_HELP },
-  verify: { run: verifyCommand, help: VERIFY_HELP },
-  doctor: { run: doctorCommand, help: DOCTOR_HELP },
+/**
+ * This package's version, from the first svc-webhooks package.json above the script node runs
+ * (dist/cli.js, through the node_modules/.bin link). Not import.meta.url: the CJS build cannot parse it.
+ */
+function version(): string | undefined {
+  try {
+    for (let dir = dirname(realpathSync(process.argv[1] ?? '')), depth = 0; depth < 5; dir = dirname(dir), depth++) {
+      const file = join(dir, 'package.json')
+      const pkg = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { name?: unknown; version?: unknown }) : undefined
+      if (pkg?.name === 'svc-webhooks' && typeof pkg.version === 'string') return pkg.version
+    }
+  } catch {
+    // An unreadable script path or package.json: the version is unknown.
+  }
+  return undefined
 }
 
 /**
@@ -42,22 +57,30 @@ const COMMANDS: Record<string, { run: (argv: string[], io: Io) => Promise<number
 async function main(argv: string[], io: Io): Promise<number> {
   const [name, ...rest] = argv
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
-    io.out(`${HELP}\n`)
+    io.out(`${help()}\n`)
     return name === undefined ? EXIT.usage : EXIT.ok
   }
-  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined
+  if (name === '--version') {
+    const found = version()
+    if (found === undefined) {
+      io.err('svc-webhooks: the version is unknown: no svc-webhooks package.json above this script.\n')
+      return EXIT.failed
+    }
+    io.out(`${found}\n`)
+    return EXIT.ok
+  }
+  const command = COMMANDS.find((c) => c.name === name)
   if (command === undefined) {
-    io.err(`svc-webhooks: unknown command "${name}". Commands: send, sign, verify, doctor (svc-webhooks --help).\n`)
+    io.err(`svc-webhooks: unknown command "${name}". Commands: ${COMMANDS.map((c) => c.name).join(', ')} (svc-webhooks --help).\n`)
     return EXIT.usage
   }
   try {
     return await command.run(rest, io)
   } catch (error) {
-    if (error instanceof UsageError) {
-      io.err(`svc-webhooks ${name}: ${error.message}\nRun "svc-webhooks ${name} --help" for usage.\n`)
-      return EXIT.usage
-    }
-    throw error
+    if (!(error instanceof UsageError)) throw error
+    if (error.usage !== undefined) io.err(`${error.message}\n\n${error.usage}\n`)
+    else io.err(`svc-webhooks ${name}: ${error.message}\nRun "svc-webhooks ${name} --help" for usage.\n`)
+    return EXIT.usage
   }
 }
 

@@ -1,98 +1,90 @@
 /**
  * `svc-webhooks send <url>`: one delivery to your own receiver, signed and shaped as the service
- * sends it (sorted-key body, fresh timestamp, v2 and v1 signatures), with `--resend` to repeat it
- * under the same id as a retry or manual resend would.
+ * sends it (sorted-key body, fresh timestamp, v2 and v1 signatures), with `--resend` to follow it
+ * with a second POST under the same id, as a retry or manual resend would.
  */
 import { sampleEvent, sampleEvents, signWebhook, type SignedWebhook } from '../testing.js'
-import {
-  clip,
-  EXIT,
-  HELP_OPTION,
-  httpUrl,
-  integer,
-  parse,
-  post,
-  readBytes,
-  SECRET_HELP,
-  SECRET_OPTIONS,
-  SENDER_TIMEOUT_MS,
-  senderReading,
-  signingSecret,
-  type Answer,
-  type Io,
-} from './shared.js'
+import { defineCommand, EXIT, httpUrl, integer, readBytes, type Io } from './command.js'
+import { answerCode, FIXES, type Fix } from './fixes.js'
+import { clip, post, SENDER_TIMEOUT_MS, senderReading, type Answer } from './http.js'
+import { SECRET_FLAGS, signingSecret } from './secret.js'
 
-export const SEND_HELP = `Usage: svc-webhooks send <url> [options]
-
-POSTs a signed delivery to your receiver the way the service does and prints the status, the
-time it took and the answer. Only to the URL you give: point it at your own receiver.
-
-Options:
-  --event TYPE         send the sample event of TYPE (default message.received; an unknown
-                       type sends {"event": TYPE}, which a receiver must answer 2xx)
-  --body FILE          send this body byte for byte instead of a sample
-  --id ID              the delivery id (default: a new UUID); reuse one to resend it later
-  --resend             send again with the same id and a new timestamp: expect 2xx, duplicate
-  --v1-only            only the legacy v1 signature (a receiver should answer 401)
-  --timeout MS         give up after MS milliseconds (default 10000, the service's limit)
-
-${SECRET_HELP}
-
-Exit codes: 0 every answer was 2xx, 1 refused or no answer, 2 usage error.`
-
-/** The body for `--event TYPE`: the sample of a known type, else a minimal event of that type. */
-export function sampleBody(type: string): object {
-  return Object.hasOwn(sampleEvents, type) ? sampleEvent(type as keyof typeof sampleEvents) : { event: type }
-}
-
-/** Runs `send`; returns the exit code. */
-export async function sendCommand(argv: string[], io: Io): Promise<number> {
-  const { values, positionals } = parse({
-    args: argv,
-    options: {
-      ...HELP_OPTION,
-      ...SECRET_OPTIONS,
-      event: { type: 'string' },
-      body: { type: 'string' },
-      id: { type: 'string' },
-      resend: { type: 'boolean' },
-      'v1-only': { type: 'boolean' },
-      timeout: { type: 'string' },
+export const send = defineCommand(
+  {
+    name: 'send',
+    summary: 'POST a signed sample delivery to your receiver, as the service does',
+    usage: ['<url> [options]'],
+    positionals: ['<url>'],
+    description: `POSTs a signed delivery to your receiver the way the service does and prints the status, the
+time it took and the answer; a refusal also with its code and the fix. Only to the URL you give:
+point it at your own receiver.`,
+    flags: {
+      event: {
+        type: 'string',
+        value: 'TYPE',
+        help: 'send the sample event of TYPE (default message.received; an unknown\ntype sends {"event": TYPE}, which a receiver must answer 2xx)',
+      },
+      body: { type: 'string', value: 'FILE', help: 'send this body byte for byte instead of a sample' },
+      id: { type: 'string', value: 'ID', help: 'the delivery id (default: a new UUID); reuse one to resend it later' },
+      resend: {
+        type: 'boolean',
+        help: 'two POSTs: the delivery, then the same bytes again under the same id with\na new timestamp, as a retry or manual resend (expect 2xx, duplicate)',
+      },
+      'v1-only': { type: 'boolean', help: 'only the legacy v1 signature (a receiver should answer 401)' },
+      timeout: { type: 'string', value: 'MS', help: "give up after MS milliseconds (default 10000, the service's limit)" },
+      ...SECRET_FLAGS,
     },
-    allowPositionals: true,
-    strict: true,
-  })
-  if (values.help) {
-    io.out(`${SEND_HELP}\n`)
-    return EXIT.ok
-  }
-  const url = httpUrl(positionals[0], 'the receiver URL (svc-webhooks send <url>)')
-  const timeoutMs = integer(values.timeout, '--timeout', SENDER_TIMEOUT_MS)
-  const secret = signingSecret(values, io)
-  const body = values.body === undefined ? undefined : readBytes(values.body, '--body')
-  const event = body === undefined ? sampleBody(values.event ?? 'message.received') : undefined
-  const schemes: ('v2' | 'v1')[] = values['v1-only'] ? ['v1'] : ['v2', 'v1']
+    examples: ['npx svc-webhooks send http://127.0.0.1:3000/webhooks/svc --resend'],
+    exitCodes: '0 every answer was 2xx, 1 refused or no answer, 2 usage error.',
+  },
+  async ({ values, positionals }, io) => {
+    const url = httpUrl(positionals[0], 'the receiver URL (svc-webhooks send <url>)')
+    const timeoutMs = integer(values.timeout, '--timeout', SENDER_TIMEOUT_MS)
+    const secret = signingSecret(values, io)
+    const body = values.body === undefined ? undefined : readBytes(values.body, '--body')
+    const type = values.event ?? 'message.received'
+    const event = body !== undefined ? undefined : Object.hasOwn(sampleEvents, type) ? sampleEvent(type as keyof typeof sampleEvents) : { event: type }
+    const v1Only = values['v1-only'] === true
+    const schemes: ('v2' | 'v1')[] = v1Only ? ['v1'] : ['v2', 'v1']
 
-  const first = await signWebhook({ secret, body, event, id: values.id, schemes })
-  let ok = report(io, 'send', url, first, await post(url, first, timeoutMs))
-  if (values.resend) {
-    // A resend keeps the id and the bytes and re-signs with a fresh timestamp (spec §6.2).
-    const timestamp = Math.max(Math.floor(Date.now() / 1000), first.timestamp + 1)
-    const again = await signWebhook({ secret, body: first.rawBody, id: first.id, timestamp, schemes })
-    ok = report(io, 'resend', url, again, await post(url, again, timeoutMs)) && ok
-  }
-  return ok ? EXIT.ok : EXIT.failed
-}
+    const first = await signWebhook({ secret, body, event, id: values.id, schemes })
+    let ok = report(io, 'send', url, first, await post(url, first, timeoutMs), v1Only)
+    if (values.resend) {
+      // A resend keeps the id and the bytes and re-signs with a fresh timestamp (spec §6.2).
+      const timestamp = Math.max(Math.floor(Date.now() / 1000), first.timestamp + 1)
+      const again = await signWebhook({ secret, body: first.rawBody, id: first.id, timestamp, schemes })
+      ok = report(io, 'resend', url, again, await post(url, again, timeoutMs), v1Only) && ok
+    }
+    return ok ? EXIT.ok : EXIT.failed
+  },
+)
 
-function report(io: Io, what: string, url: URL, signed: SignedWebhook, answer: Answer): boolean {
+/** Prints one POST and its answer; true when it was delivered. */
+function report(io: Io, what: string, url: URL, signed: SignedWebhook, answer: Answer, v1Only: boolean): boolean {
   const event = signed.headers['svc-webhook-event'] ?? '(no event field)'
   const signatures = ['svc-webhook-signature-v2', 'svc-webhook-signature'].filter((h) => h in signed.headers).map((h) => (h.endsWith('v2') ? 'v2' : 'v1'))
   io.out(`${what}: POST ${url.href}\n  id ${signed.id}  event ${event}  timestamp ${signed.timestamp}  signatures ${signatures.join(', ')}\n`)
   if (answer.error !== undefined) {
-    io.out(`  no answer after ${Math.round(answer.ms)} ms: ${answer.error} (the service would count a failure and retry)\n`)
+    io.out(`  no answer after ${Math.round(answer.ms)} ms: ${answer.error.code}: ${answer.error.meaning} (the service would count a failure and retry)\n`)
     return false
   }
   io.out(`  ${answer.status} ${answer.statusText} in ${Math.round(answer.ms)} ms: ${senderReading(answer.status)}\n`)
   if (answer.body !== '') io.out(`  ${clip(answer.body)}\n`)
-  return answer.status >= 200 && answer.status < 300
+  const delivered = answer.status >= 200 && answer.status < 300
+  if (!delivered) {
+    const fix = refusalFix(answer, v1Only)
+    if (fix !== undefined) io.out(`  ${fix.cause}\n  fix: ${fix.fix}\n`)
+  }
+  return delivered
+}
+
+/** What the refusal means: by the answer's code, or for a 401 without one, by what a 401 most often is. */
+function refusalFix(answer: Answer, v1Only: boolean): Fix | undefined {
+  const code = answerCode(answer.body)
+  if (code === 'v1_not_allowed' && v1Only) {
+    return { cause: 'v1_not_allowed: as expected with --v1-only, the receiver requires v2', fix: 'nothing, unless this receiver must accept a legacy sender (allowV1: true).' }
+  }
+  if (code !== undefined) return { cause: `${code}: ${FIXES[code].cause}`, fix: FIXES[code].fix }
+  if (answer.status === 401) return { cause: 'no code in the answer; a 401 most often means the signature did not verify', fix: FIXES.invalid_signature.fix }
+  return undefined
 }

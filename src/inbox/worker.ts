@@ -114,6 +114,9 @@ function positive(value: number, name: string): void {
   }
 }
 
+const yieldToEventLoop = (): Promise<void> =>
+  new Promise((resolve) => ((globalThis as { setImmediate?: (f: () => void) => void }).setImmediate ?? setTimeout)(resolve))
+
 /** The retry delay after `attempts` failures: `first * 2^(attempts - 1)`, capped. */
 export function retryDelay(attempts: number, firstMs: number, maxMs: number): number {
   return Math.min(maxMs, firstMs * 2 ** Math.min(attempts - 1, 40))
@@ -267,6 +270,8 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
         active.add(task)
       }
       if (entries.length === 0 && running) await sleep(settings.pollIntervalMs)
+      // An inbox that answers without I/O (in memory) must not starve timers and sockets.
+      else await yieldToEventLoop()
     }
   }
 

@@ -5,7 +5,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
-import { CASE_PATH, CASE_SECRET, describeCaseTable } from '../support/case-table.js'
+import { CASE_PATH, CASE_SECRET, describeCaseTable, httpTransport } from '../support/case-table.js'
 import { bundleWorker, startWorkerd, type WorkerdServer } from '../support/workerd.js'
 
 let server: Promise<WorkerdServer> | undefined
@@ -27,7 +27,7 @@ afterAll(async () => {
   await (await server?.catch(() => undefined))?.dispose()
 })
 
-describeCaseTable('cloudflare wrapper + Durable Object store (workerd)', async () => ({ url: (await start()).url }))
+describeCaseTable('cloudflare wrapper + Durable Object store (workerd)', async () => httpTransport({ url: (await start()).url }))
 
 async function call(path: string, init?: RequestInit): Promise<{ status: number; json: Record<string, unknown> }> {
   const res = await fetch((await start()).url + path, init)

@@ -5,11 +5,11 @@
 import express from 'express'
 import express4 from 'express4'
 import type { ErrorRequestHandler } from 'express'
-import { afterAll, describe, expect, expectTypeOf, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest'
 import { webhooks } from 'svc-webhooks/express'
 import type { VerifiedDelivery, WebhookErrorCode } from 'svc-webhooks'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
-import { describeCaseTable } from '../support/case-table.js'
+import { describeCaseTable, httpTransport } from '../support/case-table.js'
 import { CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, createCaseApp, RUNS_PATH } from '../support/case-app.js'
 import { listen, postChunked, type RunningServer } from '../support/servers.js'
 
@@ -39,7 +39,7 @@ function errorRecorder() {
 }
 
 for (const { name, express: e } of versions) {
-  describeCaseTable(name, () => caseServer(e))
+  describeCaseTable(name, async () => httpTransport(await caseServer(e)))
 
   describe(`svc-webhooks/express on ${name}`, () => {
     const servers: RunningServer[] = []
@@ -68,7 +68,7 @@ for (const { name, express: e } of versions) {
       expect(errors.seen[0]).toMatchObject({ status: 500, code: 'body_already_parsed' })
       expect(errors.seen[0]!.message).toMatch(/before express\.json\(\)/)
       expect(errors.seen[0]!.message).not.toContain(CASE_SECRET)
-      expect(JSON.parse(cases.runsJson()).attempts).toEqual({})
+      expect(cases.record().attempts).toEqual({})
     })
 
     it('express.json() mounted first without an error handler -> Express answers 500', async () => {
@@ -92,7 +92,7 @@ for (const { name, express: e } of versions) {
       const signed = await signWebhook({ secret: CASE_SECRET, event: sampleEvent('message.received') })
       const res = await fetch(url + CASE_PATH, { method: 'POST', body: signed.body, headers: signed.headers })
       expect(res.status).toBe(200)
-      expect(JSON.parse(cases.runsJson()).runs).toEqual({ [signed.id]: 1 })
+      expect(cases.record().runs).toEqual({ [signed.id]: 1 })
     })
 
     it('express.raw() left a Buffer: verified from it, handler runs once', async () => {
@@ -106,7 +106,7 @@ for (const { name, express: e } of versions) {
       const res = await fetch(url + CASE_PATH, { method: 'POST', body: signed.body, headers: signed.headers })
       expect(res.status).toBe(200)
       expect(await res.json()).toEqual({ ok: true })
-      expect(JSON.parse(cases.runsJson()).runs).toEqual({ [signed.id]: 1 })
+      expect(cases.record().runs).toEqual({ [signed.id]: 1 })
     })
 
     it('oversize body streamed without Content-Length -> 413 body_too_large', async () => {
@@ -118,7 +118,7 @@ for (const { name, express: e } of versions) {
       const res = await postChunked(url + CASE_PATH, CASE_MAX_BODY_BYTES * 8, { ...signed.headers })
       expect(res.status).toBe(413)
       expect(res.json).toEqual({ ok: false, code: 'body_too_large' })
-      expect(JSON.parse(cases.runsJson()).attempts).toEqual({})
+      expect(cases.record().attempts).toEqual({})
     })
 
     describe('verify-only mode (no `on`)', () => {
@@ -126,7 +126,7 @@ for (const { name, express: e } of versions) {
       const errors = errorRecorder()
       const delivered: VerifiedDelivery[] = []
 
-      it('starts', async () => {
+      beforeAll(async () => {
         const app = e()
         app.post(CASE_PATH, webhooks({ secret: CASE_SECRET, maxBodyBytes: CASE_MAX_BODY_BYTES }), (req, res) => {
           expectTypeOf(req.webhook).toEqualTypeOf<VerifiedDelivery | undefined>()

@@ -4,10 +4,10 @@
  * by Fastify's own bodyLimit answered like the core.
  */
 import Fastify, { type FastifyInstance } from 'fastify'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import webhooksDefault, { webhooksPlugin } from 'svc-webhooks/fastify'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
-import { describeCaseTable } from '../support/case-table.js'
+import { describeCaseTable, httpTransport } from '../support/case-table.js'
 import { CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, createCaseApp, RUNS_PATH } from '../support/case-app.js'
 import { postChunked } from '../support/servers.js'
 
@@ -25,7 +25,7 @@ function caseApp() {
   return { cases, app }
 }
 
-describeCaseTable('fastify', () => start(caseApp().app))
+describeCaseTable('fastify', async () => httpTransport(await start(caseApp().app)))
 
 describe('svc-webhooks/fastify', () => {
   const { cases, app } = caseApp()
@@ -34,9 +34,12 @@ describe('svc-webhooks/fastify', () => {
     await app.close()
   })
 
-  it('starts; the default export is the plugin', async () => {
-    expect(webhooksDefault).toBe(webhooksPlugin)
+  beforeAll(async () => {
     url = (await start(app)).url
+  })
+
+  it('the default export is the plugin', () => {
+    expect(webhooksDefault).toBe(webhooksPlugin)
   })
 
   it('other routes of the app keep parsing JSON', async () => {
@@ -58,7 +61,7 @@ describe('svc-webhooks/fastify', () => {
     const res = await postChunked(url + CASE_PATH, CASE_MAX_BODY_BYTES * 16, { ...signed.headers })
     expect(res.status).toBe(413)
     expect(res.json).toEqual({ ok: false, code: 'body_too_large' })
-    expect(JSON.parse(cases.runsJson()).attempts).toEqual({})
+    expect(cases.record().attempts).toEqual({})
   })
 
   it('a delivery with no content-type is still verified from its raw bytes', async () => {
@@ -66,7 +69,7 @@ describe('svc-webhooks/fastify', () => {
     const { 'content-type': _, ...headers } = signed.headers
     const res = await fetch(url + CASE_PATH, { method: 'POST', body: new TextEncoder().encode(signed.body), headers })
     expect(res.status).toBe(200)
-    expect(JSON.parse(cases.runsJson()).runs[signed.id]).toBe(1)
+    expect(cases.record().runs[signed.id]).toBe(1)
   })
 
   it('invalid options fail registration', async () => {

@@ -1,8 +1,9 @@
 /**
  * `svc-webhooks/fetch` served over real HTTP on 127.0.0.1 by Node through @hono/node-server's
  * `serve({ fetch })` (a node:http -> Request bridge): the shared case table for both forms,
- * createFetchHandler and handleRequest, then the Fetch-only details (streamed size limit,
- * verify-only, toResponse). Bun and Deno serve the same handler in scripts/test-runtimes.mjs.
+ * createFetchHandler and handleRequest, and once more in process (the handler called with a
+ * `Request`, no server); then the Fetch-only details (streamed size limit, verify-only,
+ * toResponse). Bun and Deno serve the same handler in test/runtimes (`npm run test:runtimes`).
  */
 import type { AddressInfo } from 'node:net'
 import { serve, type ServerType } from '@hono/node-server'
@@ -10,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { isWebhookVerificationError } from 'svc-webhooks'
 import { createFetchHandler, handleRequest, toResponse, verifyRequest } from 'svc-webhooks/fetch'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
-import { describeCaseTable, type CaseTarget } from '../support/case-table.js'
+import { describeCaseTable, fetchTransport, httpTransport, type CaseTransport } from '../support/case-table.js'
 import { createCaseApp, CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, RUNS_PATH } from '../support/case-app.js'
 
 const servers: ServerType[] = []
@@ -33,7 +34,7 @@ async function listen(fetch: (request: Request) => Response | Promise<Response>)
 }
 
 /** The CASE_APP contract: the webhook route and the runs record. */
-async function startCaseApp(form: 'createFetchHandler' | 'handleRequest'): Promise<CaseTarget> {
+async function startCaseApp(form: 'createFetchHandler' | 'handleRequest'): Promise<CaseTransport> {
   const app = createCaseApp()
   const options = app.options
   const webhook = form === 'createFetchHandler' ? createFetchHandler(options) : (request: Request) => handleRequest(request, options)
@@ -43,11 +44,15 @@ async function startCaseApp(form: 'createFetchHandler' | 'handleRequest'): Promi
     if (pathname === RUNS_PATH) return new Response(app.runsJson(), { headers: { 'content-type': 'application/json' } })
     return new Response('not found', { status: 404 })
   })
-  return { url }
+  return httpTransport({ url })
 }
 
 describeCaseTable('fetch: createFetchHandler on node:http (@hono/node-server)', () => startCaseApp('createFetchHandler'))
 describeCaseTable('fetch: handleRequest on node:http (@hono/node-server)', () => startCaseApp('handleRequest'))
+describeCaseTable('fetch: createFetchHandler, in process', async () => {
+  const app = createCaseApp()
+  return fetchTransport(createFetchHandler(app.options), app)
+})
 
 describe('fetch: details of the Web-standard entry', () => {
   const app = createCaseApp()

@@ -2,17 +2,10 @@
  * `svc-webhooks/hono` inside real workerd (Miniflare): the case table over HTTP against a Hono
  * app bundled the way wrangler bundles it (Workers export conditions: WebCrypto, no node:crypto).
  */
-import { afterAll } from 'vitest'
-import { describeCaseTable } from '../support/case-table.js'
-import { bundleWorker, startWorkerd, type WorkerdServer } from '../support/workerd.js'
-
-let server: WorkerdServer | undefined
-
-afterAll(async () => {
-  await server?.dispose()
-})
+import { describeCaseTable, httpTransport } from '../support/case-table.js'
+import { bundleWorker, startWorkerd } from '../support/workerd.js'
 
 describeCaseTable('hono (workerd)', async () => {
-  server = await startWorkerd({ script: await bundleWorker('test/adapters/hono-workerd.worker.ts') })
-  return { url: server.url }
+  const server = await startWorkerd({ script: await bundleWorker('test/adapters/hono-workerd.worker.ts') })
+  return httpTransport({ url: server.url, close: () => server.dispose() })
 })

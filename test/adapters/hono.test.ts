@@ -6,22 +6,22 @@
 import { getRequestListener } from '@hono/node-server'
 import { Hono } from 'hono'
 import { HTTPException } from 'hono/http-exception'
-import { afterAll, describe, expect, expectTypeOf, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest'
 import { isWebhookVerificationError, type VerifiedDelivery } from 'svc-webhooks'
 import { webhooks, type WebhookVariables } from 'svc-webhooks/hono'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
-import { describeCaseTable } from '../support/case-table.js'
+import { describeCaseTable, httpTransport } from '../support/case-table.js'
 import { CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, createCaseApp, RUNS_PATH } from '../support/case-app.js'
 import { listen, postChunked, type RunningServer } from '../support/servers.js'
 
 const serve = (app: Hono<any>) => listen(getRequestListener(app.fetch))
 
-describeCaseTable('hono on @hono/node-server', () => {
+describeCaseTable('hono on @hono/node-server', async () => {
   const cases = createCaseApp()
   const app = new Hono()
   app.all(CASE_PATH, webhooks(cases.options))
   app.get(RUNS_PATH, (c) => c.body(cases.runsJson(), 200, { 'content-type': 'application/json' }))
-  return serve(app)
+  return httpTransport(await serve(app))
 })
 
 describe('svc-webhooks/hono', () => {
@@ -40,7 +40,7 @@ describe('svc-webhooks/hono', () => {
     const caught: unknown[] = []
     const delivered: VerifiedDelivery[] = []
 
-    it('starts', async () => {
+    beforeAll(async () => {
       const app = new Hono<{ Variables: WebhookVariables }>()
       app.post(CASE_PATH, webhooks({ secret: CASE_SECRET, maxBodyBytes: CASE_MAX_BODY_BYTES }), (c) => {
         expectTypeOf(c.var.webhook).toEqualTypeOf<VerifiedDelivery>()
@@ -93,7 +93,7 @@ describe('svc-webhooks/hono', () => {
     const res = await postChunked(url + CASE_PATH, CASE_MAX_BODY_BYTES * 16, { ...signed.headers })
     expect(res.status).toBe(413)
     expect(res.json).toEqual({ ok: false, code: 'body_too_large' })
-    expect(JSON.parse(cases.runsJson()).attempts).toEqual({})
+    expect(cases.record().attempts).toEqual({})
   })
 
   it('a body read before the middleware -> body_already_parsed thrown to app.onError, answered 500', async () => {
@@ -116,7 +116,7 @@ describe('svc-webhooks/hono', () => {
     expect(caught).toHaveLength(1)
     expect(caught[0]).toMatchObject({ code: 'body_already_parsed', status: 500 })
     expect((caught[0] as Error).message).toMatch(/webhooks\(\) first/)
-    expect(JSON.parse(cases.runsJson()).attempts).toEqual({})
+    expect(cases.record().attempts).toEqual({})
   })
 
   it('invalid options throw when the middleware is created, in both modes', () => {

@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { afterAll, describe, expect, expectTypeOf, it } from 'vitest'
 import { createNodeHandler } from 'svc-webhooks/node'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
-import { describeCaseTable } from '../support/case-table.js'
+import { describeCaseTable, httpTransport } from '../support/case-table.js'
 import { CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, createCaseApp, RUNS_PATH } from '../support/case-app.js'
 import { listen, postChunked, type RunningServer } from '../support/servers.js'
 
@@ -22,7 +22,7 @@ function caseListener() {
   return { cases, listener }
 }
 
-describeCaseTable('node:http', () => listen(caseListener().listener))
+describeCaseTable('node:http', async () => httpTransport(await listen(caseListener().listener)))
 
 describe('svc-webhooks/node', () => {
   let server: RunningServer
@@ -41,10 +41,10 @@ describe('svc-webhooks/node', () => {
     const res = await postChunked(server.url + CASE_PATH, CASE_MAX_BODY_BYTES * 16, { ...signed.headers })
     expect(res.status).toBe(413)
     expect(res.json).toEqual({ ok: false, code: 'body_too_large' })
-    expect(JSON.parse(cases.runsJson()).attempts).toEqual({})
+    expect(cases.record().attempts).toEqual({})
     const ok = await fetch(server.url + CASE_PATH, { method: 'POST', body: signed.body, headers: signed.headers })
     expect(ok.status).toBe(200)
-    expect(JSON.parse(cases.runsJson()).runs).toEqual({ [signed.id]: 1 })
+    expect(cases.record().runs).toEqual({ [signed.id]: 1 })
   })
 
   it('invalid options throw when the handler is created', () => {

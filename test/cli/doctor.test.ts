@@ -3,6 +3,7 @@
  * 127.0.0.1: it passes the correct one and catches each broken one on the right row.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ANSWERS, type AnswerName } from 'svc-webhooks'
 import { runCli, startReceiver, type Receiver, type ReceiverKind } from '../support/broken-receivers.js'
 
 const receivers = new Map<ReceiverKind, Receiver>()
@@ -15,6 +16,7 @@ const KINDS: ReceiverKind[] = [
   'answers-before-processing',
   'runs-duplicates',
   'rejects-unknown-events',
+  'parses-json-first',
 ]
 
 beforeAll(async () => {
@@ -28,6 +30,9 @@ async function doctor(kind: ReceiverKind, extra: string[] = []) {
   const receiver = receivers.get(kind)!
   return runCli(['doctor', receiver.url, '--runs-url', receiver.runsUrl, ...extra])
 }
+
+/** A doubled period, as in "disabled..": not an ellipsis ("...", "{...}"). */
+const DOUBLED_PERIOD = /(?<!\.)\.\.(?!\.)/
 
 /** The table rows that failed, by check name. */
 function failedRows(stdout: string): string[] {
@@ -43,6 +48,22 @@ describe('svc-webhooks doctor', () => {
     expect(stdout).toMatch(/^\s*\d+\s+PASS\s+5 concurrent duplicates\s.*, 1 run$/m)
     expect(stdout).toMatch(/\b13 passed, 0 failed\b/)
     expect(code).toBe(0)
+  })
+
+  it('each row shows the code the answer carries, and the refusals expect what the answers table answers', async () => {
+    const { stdout } = await doctor('correct')
+    const refusals: [string, AnswerName][] = [
+      ['tampered body', 'invalid_signature'],
+      ['wrong secret', 'invalid_signature'],
+      ['stale timestamp (3600 s old)', 'timestamp_too_old'],
+      ['future timestamp (3600 s ahead)', 'timestamp_in_future'],
+      ['v1-only signature', 'v1_not_allowed'],
+      ['no signature', 'missing_signature'],
+    ]
+    for (const [check, name] of refusals) {
+      const escaped = check.replace(/[()]/g, '\\$&')
+      expect(stdout).toMatch(new RegExp(`PASS\\s+${escaped}\\s+4xx, not 429, no run\\s+${ANSWERS[name].status} ${name} in \\d+ ms, 0 runs$`, 'm'))
+    }
   })
 
   it('passes a correct receiver without a runs URL (status checks only)', async () => {
@@ -70,7 +91,29 @@ describe('svc-webhooks doctor', () => {
     expect(failedRows(stdout).sort()).toEqual([...rows].sort())
     expect(stdout).toMatch(fix)
     expect(stdout).toContain('How to fix:')
+    expect(stdout).not.toMatch(DOUBLED_PERIOD)
     expect(code).toBe(1)
+  })
+
+  it('express.json() before webhooks(): reads body_already_parsed from the answer and names the fix once', async () => {
+    const { code, stdout } = await doctor('parses-json-first')
+    expect(failedRows(stdout)).toEqual(['valid delivery'])
+    expect(stdout).toMatch(/^\s*1\s+FAIL\s+valid delivery\s+2xx\s+500 body_already_parsed in \d+ ms$/m)
+    expect(stdout).toMatch(/^stopped: the receiver answers every delivery 500 body_already_parsed/m)
+    expect(stdout.match(/mount webhooks\(\) before express\.json\(\)/g)).toHaveLength(1)
+    expect(stdout).not.toContain("check the receiver's logs")
+    expect(code).toBe(1)
+  })
+
+  it('a runs URL that answers 404 HTML is named as such, with what it must return (no JSON parse error)', async () => {
+    const receiver = receivers.get('correct')!
+    const runsUrl = receiver.url.replace('/webhooks/svc', '/no-such-runs')
+    const { code, stdout, stderr } = await runCli(['doctor', receiver.url, '--runs-url', runsUrl])
+    expect(stderr).toContain(`--runs-url ${runsUrl}: the runs URL answered 404;`)
+    expect(stderr).toContain('it must answer GET with 200 and JSON {"runs": {"<delivery id>": <times the handler finished>}}')
+    expect(stderr).not.toMatch(/Unexpected token|SyntaxError|JSON\.parse/)
+    expect(stdout).toBe('') // nothing was sent
+    expect(code).toBe(2)
   })
 
   it('stops with exit 1 when nothing answers, and exit 2 on usage errors', async () => {
@@ -78,7 +121,10 @@ describe('svc-webhooks doctor', () => {
     const url = closed.url
     await closed.close()
     const down = await runCli(['doctor', url, '--timeout', '2000'])
-    expect(down.stdout).toMatch(/stopped: .* did not answer/)
+    expect(down.stdout).toMatch(/stopped: .* did not answer \(ECONNREFUSED\)/)
+    // Refused is not slow: the fix is about a server that is not there, not about answering faster.
+    expect(down.stdout).toContain(`valid delivery: nothing is listening at ${new URL(url).host}: is the server running, and on this port?`)
+    expect(down.stdout).not.toMatch(/10 s|slow|queue/)
     expect(down.code).toBe(1)
     const usage = await runCli(['doctor'])
     expect(usage.stderr).toContain('the receiver URL')

@@ -2,12 +2,13 @@
  * `svc-webhooks send` and `sign` as users run them (the built bin, a child process) against a
  * correct receiver on 127.0.0.1 built on the installed package.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { verifyWebhook } from 'svc-webhooks'
-import { runCli, SECRET, startReceiver, type Receiver } from '../support/broken-receivers.js'
+import { CLI, runCli, SECRET, startReceiver, type Receiver } from '../support/broken-receivers.js'
 
 let receiver: Receiver
 const dir = mkdtempSync(join(tmpdir(), 'svc-webhooks-send-'))
@@ -52,6 +53,16 @@ describe('svc-webhooks send', () => {
     expect(unknown.code).toBe(0)
   })
 
+  it('a refusal is printed with its code and the fix (a 401 from another secret)', async () => {
+    const out = await runCli(['send', receiver.url], { env: { SVC_WEBHOOK_SECRET: 'svc_whsec_another-endpoints-secret' } })
+    expect(out.stdout).toContain('401 Unauthorized')
+    expect(out.stdout).toMatch(/^ {2}invalid_signature: no signature matched the receiver's secret/m)
+    expect(out.stdout).toMatch(/^ {2}fix: both sides must use the endpoint's current secret/m)
+    expect(out.stdout).toContain('before express.json()')
+    expect(out.stdout + out.stderr).not.toContain('another-endpoints-secret')
+    expect(out.code).toBe(1)
+  })
+
   it('--body sends the file byte for byte', async () => {
     const file = join(dir, 'event.json')
     writeFileSync(file, '{ "event": "message.received",\n  "message": {"text": "caf\\u00e9"}, "zz": 1, "aa": 2 }')
@@ -65,6 +76,7 @@ describe('svc-webhooks send', () => {
     await gone.close()
     const down = await runCli(['send', gone.url])
     expect(down.stdout).toMatch(/no answer after \d+ ms: ECONNREFUSED/)
+    expect(down.stdout).toContain(`nothing is listening at ${new URL(gone.url).host}: is the server running, and on this port?`)
     expect(down.code).toBe(1)
     expect((await runCli(['send', 'ftp://127.0.0.1/x'])).code).toBe(2)
     const noSecret = await runCli(['send', receiver.url], { env: { SVC_WEBHOOK_SECRET: undefined } })
@@ -120,5 +132,75 @@ describe('svc-webhooks sign', () => {
     }
     expect((await runCli([])).code).toBe(2)
     expect((await runCli(['frobnicate'])).stderr).toContain('unknown command')
+  })
+
+  it('the sign example runs the local install (npx svc-webhooks), and --resend says it sends twice', async () => {
+    const sign = (await runCli(['sign', '--help'])).stdout
+    expect(sign).toContain('$(npx svc-webhooks sign --body event.json)')
+    expect(sign).not.toMatch(/\$\(svc-webhooks /)
+    const send = (await runCli(['send', '--help'])).stdout
+    expect(send).toMatch(/--resend\s+two POSTs: the delivery, then the same bytes again under the same id with\s+a new timestamp/)
+  })
+})
+
+describe('the command line', () => {
+  it('an unknown option names the option and the command, then shows the usage (exit 2)', async () => {
+    const out = await runCli(['send', 'http://127.0.0.1:9/webhooks/svc', '--x'])
+    expect(out.stderr).toMatch(/^unknown option --x for `svc-webhooks send`\n\nUsage: svc-webhooks send <url> \[options\]\n/)
+    expect(out.stderr).toMatch(/^ {2}--resend {13}/m)
+    expect(out.stderr).not.toMatch(/To specify a positional argument|ERR_PARSE_ARGS/)
+    expect(out.stdout).toBe('')
+    expect(out.code).toBe(2)
+  })
+
+  it('a flag without its value, a value on a boolean, an extra argument (exit 2)', async () => {
+    const missing = await runCli(['send', 'http://127.0.0.1:9/', '--id'])
+    expect(missing.stderr).toMatch(/^--id needs a value for `svc-webhooks send`: --id ID\n/)
+    const swallowed = await runCli(['send', 'http://127.0.0.1:9/', '--id', '--resend'])
+    expect(swallowed.stderr).toMatch(/^--id needs a value/)
+    const valued = await runCli(['send', 'http://127.0.0.1:9/', '--resend=yes'])
+    expect(valued.stderr).toMatch(/^--resend takes no value for `svc-webhooks send`/)
+    const extra = await runCli(['sign', 'event.json'])
+    expect(extra.stderr).toMatch(/^unexpected argument "event.json" for `svc-webhooks sign` \(it takes none\)/)
+    for (const out of [missing, swallowed, valued, extra]) expect(out.code).toBe(2)
+  })
+
+  it('a secret pasted where an argument goes is not echoed', async () => {
+    for (const args of [['sign', SECRET], ['send', SECRET], ['send', 'http://127.0.0.1:9/', '--timeout', SECRET]]) {
+      const out = await runCli(args, { input: '{}' })
+      expect(out.stderr).toContain('(a value that looks like a secret, not shown)')
+      expect(out.stdout + out.stderr).not.toContain(SECRET)
+      expect(out.code).toBe(2)
+    }
+  })
+
+  it('--version prints the version in the package.json next to dist, from any directory and through a bin link', async () => {
+    const { version } = JSON.parse(readFileSync(join(import.meta.dirname, '../../package.json'), 'utf8')) as { version: string }
+    const out = await runCli(['--version'])
+    expect(out.stdout).toBe(`${version}\n`)
+    expect(out.code).toBe(0)
+    // As npm installs it: node_modules/.bin/svc-webhooks is a link to dist/cli.js, run from elsewhere.
+    const bin = join(dir, 'node_modules', '.bin')
+    mkdirSync(bin, { recursive: true })
+    symlinkSync(CLI, join(bin, 'svc-webhooks'))
+    expect(execFileSync(process.execPath, [join(bin, 'svc-webhooks'), '--version'], { cwd: dir, encoding: 'utf8' })).toBe(`${version}\n`)
+  })
+
+  it('--secret-env names the variable it read; a value that is not a variable name is not echoed', async () => {
+    const nope = await runCli(['send', receiver.url, '--secret-env', 'NOPE'])
+    expect(nope.stderr).toContain('no secret: $NOPE (named by --secret-env) is not set. Set NOPE')
+    expect(nope.stderr).not.toContain('SVC_WEBHOOK_SECRET')
+    expect(nope.code).toBe(2)
+    const pasted = await runCli(['send', receiver.url, '--secret-env', SECRET])
+    expect(pasted.stderr).toContain('--secret-env takes the name of an environment variable')
+    expect(pasted.stderr).not.toContain(SECRET)
+    expect(pasted.code).toBe(2)
+  })
+
+  it('--secret-file that does not exist: file not found, with its path', async () => {
+    const missing = join(dir, 'no-such-secret')
+    const out = await runCli(['send', receiver.url, '--secret-file', missing])
+    expect(out.stderr).toContain(`--secret-file: file not found: ${missing}`)
+    expect(out.code).toBe(2)
   })
 })

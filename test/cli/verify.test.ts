@@ -159,7 +159,7 @@ describe('svc-webhooks verify', () => {
     expect(missing.stderr).toContain('give the captured request')
     expect(missing.code).toBe(2)
     const unreadable = await runCli(['verify', '--headers', join(dir, 'nope'), '--body', args[4]!])
-    expect(unreadable.stderr).toContain('ENOENT')
+    expect(unreadable.stderr).toContain(`--headers: file not found: ${join(dir, 'nope')}`)
     expect(unreadable.code).toBe(2)
   })
 })

@@ -63,7 +63,7 @@ export function createRuntimeApp(createCaseApp) {
   return async (request) => {
     const { pathname } = new URL(request.url)
     if (pathname === '/fetch/webhooks/svc') return fetchHandler(request)
-    if (pathname === '/fetch/runs') return json(JSON.parse(fetchCase.runsJson()))
+    if (pathname === '/fetch/runs') return json(fetchCase.record())
     if (pathname.startsWith('/hono/')) return hono.fetch(request)
     if (pathname === '/vectors' && request.method === 'POST') return json(await runVectors((await request.json()).vectors))
     if (pathname === '/info') return json({ ...runtime(), crypto: cryptoName })

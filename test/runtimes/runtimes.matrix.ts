@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { build } from 'esbuild'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { describeCaseTable } from '../support/case-table.js'
+import { describeCaseTable, httpTransport } from '../support/case-table.js'
 
 const root = resolve(import.meta.dirname, '../..')
 const work = mkdtempSync(join(tmpdir(), 'svc-webhooks-runtimes-'))
@@ -155,13 +155,15 @@ for (const runtime of RUNTIMES) {
       })
     })
 
-    describeCaseTable(`${runtime.name} / fetch`, async () => ({ url: await url(), path: '/fetch/webhooks/svc', runsPath: '/fetch/runs' }))
-    describeCaseTable(`${runtime.name} / hono`, async () => ({
-      url: await url(),
-      path: '/hono/webhooks/svc',
-      runsPath: '/hono/runs',
-      close: async () => stop((await start()).child),
-    }))
+    describeCaseTable(`${runtime.name} / fetch`, async () => httpTransport({ url: await url(), path: '/fetch/webhooks/svc', runsPath: '/fetch/runs' }))
+    describeCaseTable(`${runtime.name} / hono`, async () =>
+      httpTransport({
+        url: await url(),
+        path: '/hono/webhooks/svc',
+        runsPath: '/hono/runs',
+        close: async () => stop((await start()).child),
+      }),
+    )
   })
 }
 

@@ -1,14 +1,17 @@
 /**
  * Receivers for the CLI tests, real node:http servers on 127.0.0.1: a correct one built on the
  * installed package, and deliberately broken ones, each with the bug a real integration has
- * (the doctor must catch every one). Each exposes GET /runs -> {"runs": {"<id>": finished runs}}.
+ * (the doctor must catch every one). Each exposes GET /runs -> {"runs": {"<id>": finished runs}};
+ * any other path is a 404 HTML page, as Express answers it.
  * Also `runCli`: the built bin as a child process, as users run it.
  */
 import { execFile } from 'node:child_process'
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { resolve } from 'node:path'
+import express, { type ErrorRequestHandler } from 'express'
 import { createWebhookReceiver, MemoryStore, verifyWebhook, type WebhookHandlers } from 'svc-webhooks'
+import { webhooks } from 'svc-webhooks/express'
 
 export const SECRET = 'svc_whsec_Y2xpLXRlc3RzLXNlY3JldC1kby1ub3QtdXNl'
 
@@ -28,6 +31,11 @@ export type ReceiverKind =
   | 'runs-duplicates'
   /** Verifies, but answers 400 to an event type it has no handler for. */
   | 'rejects-unknown-events'
+  /**
+   * Express with express.json() mounted before webhooks(): every delivery is answered 500 with
+   * code body_already_parsed by an error handler that sends the error's status and code.
+   */
+  | 'parses-json-first'
 
 export interface Receiver {
   url: string
@@ -53,6 +61,7 @@ function send(res: ServerResponse, status: number, body: object): void {
  * await runCli(['doctor', receiver.url, '--runs-url', receiver.runsUrl])
  */
 export async function startReceiver(kind: ReceiverKind): Promise<Receiver> {
+  if (kind === 'parses-json-first') return startParsesJsonFirst()
   const runs: Record<string, number> = {}
   const pending: string[] = []
   const record = (id: string) => {
@@ -123,11 +132,31 @@ export async function startReceiver(kind: ReceiverKind): Promise<Receiver> {
 
   const server = createServer((req, res) => {
     if (req.method === 'GET' && req.url === '/runs') return send(res, 200, { runs })
-    if (req.url !== '/webhooks/svc') return send(res, 404, { ok: false })
+    if (req.url !== '/webhooks/svc') {
+      return res.writeHead(404, { 'content-type': 'text/html; charset=utf-8' }).end(`<!DOCTYPE html>\n<html lang="en">\n<body>\n<pre>Cannot ${req.method} ${req.url}</pre>\n</body>\n</html>\n`)
+    }
     readBody(req)
       .then((body) => webhook(req, res, body))
       .catch(() => send(res, 500, { ok: false }))
   })
+  return listen(server)
+}
+
+/** The mounting bug of many first integrations: a JSON body parser for the whole app, above the webhook route. */
+async function startParsesJsonFirst(): Promise<Receiver> {
+  const runs: Record<string, number> = {}
+  const app = express()
+  app.use(express.json())
+  app.post('/webhooks/svc', webhooks({ secret: SECRET, on: { 'message.received': (_event, delivery) => void (runs[delivery.id] = (runs[delivery.id] ?? 0) + 1) } }))
+  app.get('/runs', (_req, res) => void res.json({ runs }))
+  const answerWithCode: ErrorRequestHandler = (error: { status?: number; code?: string }, _req, res, _next) => {
+    res.status(error.status ?? 500).json({ ok: false, code: error.code })
+  }
+  app.use(answerWithCode)
+  return listen(createServer(app))
+}
+
+async function listen(server: Server): Promise<Receiver> {
   await new Promise<void>((done) => server.listen(0, '127.0.0.1', done))
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   return {
@@ -158,7 +187,7 @@ export interface CliResult {
 export function runCli(args: string[], options: { env?: Record<string, string | undefined>; input?: string | Uint8Array } = {}): Promise<CliResult> {
   const env: Record<string, string | undefined> = { PATH: process.env.PATH, SVC_WEBHOOK_SECRET: SECRET, ...options.env }
   return new Promise((done) => {
-    const child = execFile(process.execPath, [CLI, ...args], { env, timeout: 60_000, encoding: 'utf8' }, (error, stdout, stderr) => {
+    const child = execFile(process.execPath, [CLI, ...args], { env: env as NodeJS.ProcessEnv, timeout: 60_000, encoding: 'utf8' }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0
       done({ code, stdout, stderr })
     })

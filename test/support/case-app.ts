@@ -1,17 +1,38 @@
 /**
- * The handler side of the case table (see case-table.ts, CASE_APP): framework-neutral and free
- * of Node imports, so the same code is bundled into Node servers, workerd and Next.js apps.
+ * The handler side of the case table: framework-neutral and free of Node imports, so the same
+ * code is bundled into Node servers, workerd, Next.js apps and the Bun and Deno runtimes.
+ *
+ * CASE_APP contract, implemented once per adapter/runtime around `createCaseApp()`:
+ * - secret CASE_SECRET, maxBodyBytes CASE_MAX_BODY_BYTES, default tolerance, v1 not allowed,
+ *   a fresh store per app (MemoryStore unless the runtime has its own, e.g. the Durable Object store).
+ * - POST CASE_PATH (any other method too: answered 405 by the adapter): the adapter in receiver
+ *   mode with one handler, for 'message.received':
+ *     - records an attempt for delivery.id;
+ *     - if event.message.text === 'slow': waits 300 ms before finishing;
+ *     - if event.message.text === 'fail-once' and this is the first attempt for this id: throws;
+ *     - otherwise records a successful run for delivery.id.
+ * - GET RUNS_PATH: `runsJson()`, i.e. { runs: { [id]: successfulRuns }, attempts: { [id]: attempts } }.
+ *   In-process transports read `record()` instead.
  */
 import type { WebhookHandlers } from 'svc-webhooks'
 import { CASE_MAX_BODY_BYTES, CASE_SECRET } from './case-table-constants.js'
 
 export { CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, RUNS_PATH } from './case-table-constants.js'
 
+/** The handler's record: successful runs and attempts, by delivery id. */
+export interface RunsRecord {
+  runs: Record<string, number>
+  attempts: Record<string, number>
+}
+
 /** Handlers that record their runs, and the JSON body the runs route answers with. */
 export interface CaseApp {
   on: WebhookHandlers
   /** Receiver options for the case table (spread them into the adapter's options). */
   options: { secret: string; maxBodyBytes: number; on: WebhookHandlers }
+  /** A copy of the record, for in-process transports. */
+  record(): RunsRecord
+  /** The record as the runs route's JSON body. */
   runsJson(): string
 }
 
@@ -34,6 +55,7 @@ export function createCaseApp(): CaseApp {
   return {
     on,
     options: { secret: CASE_SECRET, maxBodyBytes: CASE_MAX_BODY_BYTES, on },
+    record: () => ({ runs: { ...runs }, attempts: { ...attempts } }),
     runsJson: () => JSON.stringify({ runs, attempts }),
   }
 }

@@ -9,7 +9,7 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs
 import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'vitest'
-import { freePort } from '../../scripts/redis-server.mjs'
+import { freePort } from './free-port.mjs'
 
 function findBinDir(): string | undefined {
   if (process.env.PG_BIN_DIR) return process.env.PG_BIN_DIR

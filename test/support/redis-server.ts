@@ -1,10 +1,11 @@
 /**
- * Real redis-server for the RedisStore suites (issue 4): started per suite on a free port of
- * 127.0.0.1 with no persistence, stoppable and restartable for fault tests. Where redis-server
+ * Real redis-server for the RedisStore suites: a mock cannot show what a crash, a restart or a
+ * frozen server does to claims in flight. Started per suite on a free port of 127.0.0.1 with no
+ * persistence, stoppable and restartable for fault tests (redis-process.mjs). Where redis-server
  * is missing the suites say so and skip; under CI=true they fail instead of skipping.
  */
 import { describe, it } from 'vitest'
-import { findRedisServer, startRedisServer, type RedisServer } from '../../scripts/redis-server.mjs'
+import { findRedisServer, startRedisServer, type RedisServer } from './redis-process.mjs'
 
 export { startRedisServer, type RedisServer }
 

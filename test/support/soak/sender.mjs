@@ -1,19 +1,48 @@
+// @ts-check
 // The sender simulator: delivers webhooks the way the service does (spec/service-api.md §6).
 // Each attempt is signed afresh (new timestamp, v2 and v1 signatures, same id and stored bytes,
 // §6.1-6.2); 5xx, 429 and timeouts are retried with backoff, any other 4xx is permanent and
 // never retried, and an attempt gets 10 s to answer (§6.3). The backoff schedule is not shown in
 // the spec: exponential with jitter, scaled down so a soak finishes in seconds.
 // It also sends duplicates: copies of a delivery racing the original (concurrent resends) and
-// manual resends after it was delivered. Used by test/soak.test.ts and `npm run soak`.
+// manual resends after it was delivered. Used by the soak (harness.mjs): test/soak.test.ts and `npm run soak`.
 import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { sampleEvent, serializeEvent, signWebhook } from 'svc-webhooks/testing'
 
+/** @param {number} ms */
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/**
+ * What the sender saw.
+ *
+ * @typedef {object} SenderFigures
+ * @property {number} deliveries distinct ids sent
+ * @property {number} duplicatesSent concurrentResends + laterResends
+ * @property {number} concurrentResends deliveries sent twice at once
+ * @property {number} laterResends deliveries sent again after they were delivered
+ * @property {number} copies copies put through the retry loop
+ * @property {number} attempts HTTP requests
+ * @property {number} retries
+ * @property {number} timeouts
+ * @property {number} networkErrors
+ * @property {{ id: string, status: number }[]} permanent a 4xx other than 429: the service drops the delivery
+ * @property {string[]} gaveUp ids whose attempts ran out
+ * @property {number} maxConsecutiveFailures
+ * @property {Record<string, number>} statuses answers by status
+ * @property {{ p50: number, p99: number, max: number }} latencyMs per attempt
+ * @property {number} elapsedMs
+ */
+
+/** @typedef {{ id: string, body: string, copy?: 'concurrent' | 'later', resend?: boolean }} Delivery */
+
+/**
+ * @param {number[]} sorted
+ * @param {number} p
+ */
 function percentile(sorted, p) {
   if (sorted.length === 0) return 0
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
+  return /** @type {number} */ (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))])
 }
 
 /**
@@ -31,7 +60,7 @@ function percentile(sorted, p) {
  * @param {number} [options.backoffMs] first retry pause; doubles per attempt (default 50)
  * @param {number} [options.maxBackoffMs] (default 2000)
  * @param {(delivered: number) => void} [options.onProgress] after each delivery's first send ends
- * @returns {Promise<{ figures: object, ids: string[], delivered: Set<string> }>} figures, every id sent, the ids answered 2xx
+ * @returns {Promise<{ figures: SenderFigures, ids: string[], delivered: Set<string> }>} figures, every id sent, the ids answered 2xx
  * @example
  * const figures = await simulateSender({ urls: ['http://127.0.0.1:3000/'], secret, count: 1000 })
  */
@@ -49,8 +78,11 @@ export async function simulateSender({
   onProgress,
 }) {
   const started = performance.now()
+  /** @type {number[]} */
   const latencies = []
+  /** @type {Record<string, number>} */
   const statuses = {}
+  /** @type {SenderFigures} */
   const figures = {
     deliveries: count,
     duplicatesSent: 0,
@@ -65,8 +97,10 @@ export async function simulateSender({
     gaveUp: [],
     maxConsecutiveFailures: 0,
     statuses,
+    latencyMs: { p50: 0, p99: 0, max: 0 },
+    elapsedMs: 0,
   }
-  /** ids with at least one 2xx answer */
+  /** @type {Set<string>} ids with at least one 2xx answer */
   const delivered = new Set()
   let consecutiveFailures = 0
 
@@ -75,7 +109,11 @@ export async function simulateSender({
     if (consecutiveFailures > figures.maxConsecutiveFailures) figures.maxConsecutiveFailures = consecutiveFailures
   }
 
-  /** One copy of a delivery through the retry loop. */
+  /**
+   * One copy of a delivery through the retry loop.
+   *
+   * @param {Delivery} delivery
+   */
   async function send(delivery) {
     figures.copies++
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
@@ -86,17 +124,17 @@ export async function simulateSender({
       }
       // Fresh timestamp and signatures on every attempt, over the same stored bytes (§6.2).
       const signed = await signWebhook({ secret, body: delivery.body, id: delivery.id })
-      const url = urls[Math.floor(Math.random() * urls.length)]
+      const url = /** @type {string} */ (urls[Math.floor(Math.random() * urls.length)])
       figures.attempts++
       const t0 = performance.now()
       let status
       try {
-        const res = await fetch(url, { method: 'POST', headers: signed.headers, body: signed.rawBody, signal: AbortSignal.timeout(timeoutMs) })
+        const res = await fetch(url, { method: 'POST', headers: signed.headers, body: /** @type {BodyInit} */ (signed.rawBody), signal: AbortSignal.timeout(timeoutMs) })
         await res.arrayBuffer()
         status = res.status
       } catch (error) {
         latencies.push(performance.now() - t0)
-        if (error?.name === 'TimeoutError') figures.timeouts++
+        if (/** @type {Error | undefined} */ (error)?.name === 'TimeoutError') figures.timeouts++
         else figures.networkErrors++
         failure()
         continue
@@ -117,6 +155,7 @@ export async function simulateSender({
     return false
   }
 
+  /** @type {Delivery[]} */
   const queue = []
   for (let i = 0; i < count; i++) {
     const event = sampleEvent('message.received')
@@ -126,6 +165,7 @@ export async function simulateSender({
     queue.push({ id: randomUUID(), body: serializeEvent(event), copy })
   }
   const ids = queue.map((d) => d.id)
+  /** @type {Delivery[]} */
   const resends = []
   let done = 0
 
@@ -159,4 +199,5 @@ export async function simulateSender({
   return { figures, ids, delivered }
 }
 
+/** @param {number} ms */
 const round = (ms) => Math.round(ms * 10) / 10

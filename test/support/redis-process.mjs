@@ -1,37 +1,53 @@
+// @ts-check
 // Starts a real `redis-server` on 127.0.0.1 (a free port, its own temp dir) for the RedisStore
-// tests and the soak, and can kill, restart (same port), pause and resume it to inject faults.
-// Plain JS so `npm run soak` (Node 20, no TypeScript loader) and the vitest suites share it.
+// suites and the soak, and can kill, restart (same port), pause and resume it to inject faults.
+// Plain JS, so `npm run soak` (Node 20, no TypeScript loader) and the vitest suites share it.
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { connect, createServer } from 'node:net'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { freePort } from './free-port.mjs'
 
-/** The redis-server binary: $REDIS_SERVER_BIN, else `redis-server` on PATH; undefined when absent. */
+/**
+ * A running redis-server.
+ *
+ * @typedef {object} RedisServer
+ * @property {number} port
+ * @property {string} url `redis://127.0.0.1:<port>`
+ * @property {number | undefined} pid The server's process id (changes on restart).
+ * @property {() => Promise<void>} kill Crash: SIGKILL, nothing flushed beyond what `appendfsync` already wrote.
+ * @property {() => Promise<void>} start Starts it again on the same port and data dir, after `kill`.
+ * @property {(options?: { signal?: NodeJS.Signals }) => Promise<void>} restart Kills it (SIGKILL by default) and starts it again on the same port.
+ * @property {() => void} pause Freezes the process (SIGSTOP): connections stay open, commands get no answer.
+ * @property {() => void} resume
+ * @property {() => Promise<void>} stop Stops it for good and removes its temp dir.
+ */
+
+/**
+ * The redis-server binary: $REDIS_SERVER_BIN, else `redis-server` on PATH; undefined when absent.
+ *
+ * @returns {string | undefined}
+ */
 export function findRedisServer() {
   const bin = process.env.REDIS_SERVER_BIN || 'redis-server'
   const probe = spawnSync(bin, ['--version'], { encoding: 'utf8' })
   return probe.status === 0 ? bin : undefined
 }
 
-/** A free TCP port on 127.0.0.1 (asked from the kernel, then released). */
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address()
-      server.close(() => resolve(port))
-    })
-  })
-}
-
+/** @param {number} ms */
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** One PING over a raw socket; resolves true on +PONG. */
+/**
+ * One PING over a raw socket; resolves true on +PONG.
+ *
+ * @param {number} port
+ * @returns {Promise<boolean>}
+ */
 function ping(port) {
   return new Promise((resolve) => {
     const socket = connect({ host: '127.0.0.1', port })
+    /** @param {boolean} ok */
     const done = (ok) => {
       socket.destroy()
       resolve(ok)
@@ -43,6 +59,7 @@ function ping(port) {
   })
 }
 
+/** @type {Set<import('node:child_process').ChildProcess>} */
 const running = new Set()
 process.once('exit', () => {
   for (const child of running) child.kill('SIGKILL')
@@ -53,6 +70,8 @@ process.once('exit', () => {
  * (what a dedupe store should run with: a restart then forgets no processed id); otherwise no
  * persistence at all (`--save '' --appendonly no`).
  *
+ * @param {{ persist?: boolean, bin?: string }} [options]
+ * @returns {Promise<RedisServer>}
  * @example
  * const redis = await startRedisServer()
  * const client = new Redis(redis.url)
@@ -61,9 +80,11 @@ process.once('exit', () => {
  */
 export async function startRedisServer({ persist = false, bin = findRedisServer() } = {}) {
   if (!bin) throw new Error('redis-server is not installed (apt-get install redis-server, or set REDIS_SERVER_BIN)')
+  const redisBin = bin
   const port = await freePort()
   const dir = mkdtempSync(join(tmpdir(), 'svc-webhooks-redis-'))
-  let child
+  /** @type {{ proc: import('node:child_process').ChildProcess, exited: Promise<unknown>, paused: boolean } | undefined} */
+  let current
   let log = ''
 
   async function start() {
@@ -71,11 +92,10 @@ export async function startRedisServer({ persist = false, bin = findRedisServer(
     const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--dir', dir, '--loglevel', 'warning']
     args.push('--appendonly', persist ? 'yes' : 'no')
     if (persist) args.push('--appendfsync', 'always')
-    const proc = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] })
-    child = proc
-    running.add(proc)
+    const proc = spawn(redisBin, args, { stdio: ['ignore', 'pipe', 'pipe'] })
     const exited = new Promise((resolve) => proc.once('exit', resolve))
-    proc.exited = exited
+    current = { proc, exited, paused: false }
+    running.add(proc)
     exited.then(() => running.delete(proc))
     proc.stdout.on('data', (d) => (log += d))
     proc.stderr.on('data', (d) => (log += d))
@@ -88,41 +108,38 @@ export async function startRedisServer({ persist = false, bin = findRedisServer(
     throw new Error(`redis-server did not start on 127.0.0.1:${port}: ${log.trim().slice(-500)}`)
   }
 
+  /** @param {NodeJS.Signals} signal */
   async function halt(signal) {
-    const proc = child
-    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return
-    if (proc.killedBy === 'SIGSTOP') proc.kill('SIGCONT')
-    proc.kill(signal)
-    await proc.exited
+    const child = current
+    if (!child || child.proc.exitCode !== null || child.proc.signalCode !== null) return
+    if (child.paused) child.proc.kill('SIGCONT')
+    child.proc.kill(signal)
+    await child.exited
   }
 
   await start()
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
-    /** The server's process id (changes on restart). */
     get pid() {
-      return child.pid
+      return current?.proc.pid
     },
-    /** Crash: SIGKILL, nothing flushed beyond what `appendfsync` already wrote. */
     kill: () => halt('SIGKILL'),
-    /** Starts it again on the same port and data dir, after `kill` or `shutdown`. */
     start,
-    /** Kills it (SIGKILL by default) and starts it again on the same port. */
     async restart({ signal = 'SIGKILL' } = {}) {
       await halt(signal)
       await start()
     },
-    /** Freezes the process (SIGSTOP): connections stay open, commands get no answer. */
     pause() {
-      child.killedBy = 'SIGSTOP'
-      child.kill('SIGSTOP')
+      if (!current) return
+      current.paused = true
+      current.proc.kill('SIGSTOP')
     },
     resume() {
-      child.killedBy = undefined
-      child.kill('SIGCONT')
+      if (!current) return
+      current.paused = false
+      current.proc.kill('SIGCONT')
     },
-    /** Stops it for good and removes its temp dir. */
     async stop() {
       await halt('SIGTERM')
       rmSync(dir, { recursive: true, force: true })

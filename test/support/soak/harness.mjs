@@ -1,23 +1,64 @@
-// The fault-injecting soak (issue 4), shared by test/soak.test.ts and `npm run soak`: one real
-// redis-server (append-only file, fsync always), N receiver processes sharing it, the sender
-// simulator sending to them at random, handlers failing ~10 % of the time, and Redis killed
-// mid-run and started again `downMs` later (longer than the store's 2 s timeout, so receivers
-// answer 503 meanwhile). The verdict comes from the handlers' own records: every delivery
+// @ts-check
+// The fault-injecting soak, shared by test/soak.test.ts and `npm run soak` (scripts/soak.mjs):
+// exactly-once must hold across processes and through a store crash, which no single-process
+// test can show. One real redis-server (append-only file, fsync always), N receiver processes
+// (receiver.mjs) sharing it, the sender simulator (sender.mjs) sending to them at random,
+// handlers failing ~10 % of the time, and Redis killed mid-run and started again `downMs` later
+// (longer than the store's 2 s timeout, so receivers answer 503 meanwhile). The verdict comes from the handlers' own records: every delivery
 // processed successfully exactly once, none lost, none twice, no permanent 4xx to a valid one.
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { startRedisServer } from './redis-server.mjs'
-import { simulateSender } from './sender-sim.mjs'
+import { startRedisServer } from '../redis-process.mjs'
+import { simulateSender } from './sender.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const SECRET = 'svc_whsec_soak'
 
+/** @typedef {'ioredis' | 'node-redis'} SoakClient */
+
+/**
+ * @typedef {object} SoakOptions
+ * @property {number} [count] deliveries (distinct ids). Default 2000.
+ * @property {number} [concurrency] deliveries in flight at once. Default 32.
+ * @property {SoakClient[]} [clients] one receiver process per entry. Default ioredis, node-redis, ioredis.
+ * @property {number} [failRate] share of handler runs that throw. Default 0.1.
+ * @property {number} [duplicateRate] share of deliveries sent twice. Default 0.3.
+ * @property {number} [restartAt] share of deliveries done when Redis is killed. Default 0.4.
+ * @property {number} [downMs] how long Redis stays down. Default 2500.
+ * @property {(line: string) => void} [log]
+ */
+
+/**
+ * @typedef {{ client?: string, outcomes?: Record<string, number>, completeFailures?: number, error?: string }} ReceiverStats
+ */
+
+/**
+ * The sender's figures and the verdict read from the handlers' records.
+ *
+ * @typedef {import('./sender.mjs').SenderFigures & {
+ *   redisRestarted: boolean,
+ *   downMs: number,
+ *   failuresInjected: number,
+ *   processed: number,
+ *   lost: string[],
+ *   doubled: string[],
+ *   unknown: string[],
+ *   answered2xxButNotProcessed: string[],
+ *   receivers: ReceiverStats[],
+ * }} SoakFigures
+ */
+
+/**
+ * One receiver process (receiver.mjs), its record file, and how to stop it.
+ *
+ * @param {{ index: number, client: SoakClient, redisUrl: string, dir: string, failRate: number }} options
+ */
 function startReceiver({ index, client, redisUrl, dir, failRate }) {
   const recordFile = join(dir, `record-${index}.log`)
-  const child = spawn(process.execPath, [join(here, 'soak-receiver.mjs')], {
+  const child = spawn(process.execPath, [join(here, 'receiver.mjs')], {
     env: { ...process.env, SOAK_REDIS_URL: redisUrl, SOAK_CLIENT: client, SOAK_RECORD: recordFile, SOAK_SECRET: SECRET, SOAK_FAIL_RATE: String(failRate) },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -25,6 +66,7 @@ function startReceiver({ index, client, redisUrl, dir, failRate }) {
   let err = ''
   child.stderr.on('data', (d) => (err += d))
   const exited = new Promise((resolve) => child.once('exit', resolve))
+  /** @type {Promise<string>} */
   const ready = new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`receiver ${index} did not start: ${err.slice(-500)}`)), 30_000)
     child.stdout.on('data', (d) => {
@@ -43,6 +85,7 @@ function startReceiver({ index, client, redisUrl, dir, failRate }) {
   return {
     recordFile,
     ready,
+    /** @returns {Promise<ReceiverStats>} */
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM')
@@ -60,6 +103,8 @@ function startReceiver({ index, client, redisUrl, dir, failRate }) {
  * Runs the soak and returns its figures; `figures.lost`, `figures.doubled` and
  * `figures.permanent` must all be empty for a pass.
  *
+ * @param {SoakOptions} [options]
+ * @returns {Promise<SoakFigures>}
  * @example
  * const figures = await runSoak({ count: 2000 })
  * if (figures.lost.length || figures.doubled.length) process.exit(1)
@@ -77,6 +122,7 @@ export async function runSoak({
   const redis = await startRedisServer({ persist: true })
   const dir = mkdtempSync(join(tmpdir(), 'svc-webhooks-soak-'))
   const receivers = clients.map((client, index) => startReceiver({ index, client, redisUrl: redis.url, dir, failRate }))
+  /** @type {Promise<void> | undefined} */
   let restart
   try {
     const urls = await Promise.all(receivers.map((r) => r.ready))
@@ -97,11 +143,12 @@ export async function runSoak({
     await restart
     const receiverStats = await Promise.all(receivers.map((r) => r.stop()))
 
+    /** @type {Map<string, number>} */
     const okRuns = new Map()
     let failuresInjected = 0
     for (const { recordFile } of receivers) {
       for (const line of readFileSync(recordFile, 'utf8').split('\n')) {
-        const [kind, id] = line.split(' ')
+        const [kind, id = ''] = line.split(' ')
         if (kind === 'ok') okRuns.set(id, (okRuns.get(id) ?? 0) + 1)
         else if (kind === 'fail') failuresInjected++
       }
