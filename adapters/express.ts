@@ -31,7 +31,7 @@ declare global {
 export type ExpressWebhooksOptions = WebhookReceiverOptions<Request> | VerifyOptions<Request>
 
 const PARSED =
-  'svc-webhooks/express: req.body was already parsed, so the raw bytes the signature covers are gone. ' +
+  'svc-webhooks/express (body_already_parsed): req.body was already parsed, so the raw bytes the signature covers are gone. ' +
   'Mount webhooks() before express.json() (or any body parser), e.g. app.post(path, webhooks(options)) ' +
   'above app.use(express.json()), or give this route express.raw({ type: "*/*" }).'
 

@@ -93,12 +93,7 @@ if (!process.argv.includes('--no-write')) {
 
 /** Fresh deliveries through RedisStore (ioredis): what the server executed, per delivery. */
 async function redisRoundTrips() {
-  let scripts
-  try {
-    scripts = await import('../scripts/redis-server.mjs')
-  } catch {
-    return { skipped: 'scripts/redis-server.mjs is missing' }
-  }
+  const scripts = await import('../test/support/redis-process.mjs')
   if (!scripts.findRedisServer()) return { skipped: 'redis-server is not installed (apt-get install -y redis-server)' }
   let RedisStore
   try {
