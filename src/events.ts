@@ -43,6 +43,9 @@ export type WebhookEvent = WebhookEventMap[keyof WebhookEventMap] | UnknownWebho
 /** The event type names this version knows. */
 export type WebhookEventType = keyof WebhookEventMap
 
+/** The event types the service sends today (spec/service-api.md §6): an `on` key outside them is warned about. */
+export const KNOWN_EVENT_TYPES = ['message.received'] as const satisfies readonly WebhookEventType[]
+
 /**
  * Narrows a verified event to one type. A plain `event.event === 'message.received'` check cannot
  * narrow, because an event added after this version also has a string `event`.

@@ -3,7 +3,8 @@
  * answers table; adapters under `svc-webhooks/<framework>` only translate to and from it.
  */
 export { ERROR_STATUS, WebhookVerificationError, isWebhookVerificationError, type WebhookErrorCode } from './errors.js'
-export { isEventType } from './events.js'
+export { isEventType, KNOWN_EVENT_TYPES } from './events.js'
+export type { ReceiverStats, WebhookLog } from './visibility.js'
 export type {
   MessageReceivedEvent,
   UnknownWebhookEvent,

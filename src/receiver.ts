@@ -7,7 +7,7 @@ import { hmac } from '#crypto'
 import { ANSWERS, DEFAULT_ANSWERS, renderAnswers, type AnswerName, type RenderedAnswers, type WebhookAnswerCode, type WebhookOutcome, type WebhookResponse } from './answers.js'
 import { isWebhookVerificationError } from './errors.js'
 import type { WebhookEventMap } from './events.js'
-import { getHeader } from './headers.js'
+import { getHeader, HEADER_ID, MAX_ID_LENGTH } from './headers.js'
 import { verifyTransported, type Transported, type WebhookTransport } from './transport.js'
 import { toBytes, type WebhookInput } from './input.js'
 import { resolveVerifyOptions, type VerifyOptions } from './options.js'
@@ -15,6 +15,7 @@ import { MemoryStore } from './stores/memory.js'
 import type { ClaimResult, IdempotencyStore } from './stores/store.js'
 import type { VerifiedDelivery } from './verify.js'
 import { isInbox, type WebhookInbox } from './inbox/inbox.js'
+import { AnswerCounter, resolveLog, resultLine, startupWarnings, type ReceiverStats, type WebhookLog } from './visibility.js'
 
 export type { WebhookAnswerCode, WebhookOutcome, WebhookResponse } from './answers.js'
 export type { WebhookTransport } from './transport.js'
@@ -34,7 +35,7 @@ export interface WebhookResult {
   status: number
   /** The refusal or answer code, when not `processed`. */
   code?: WebhookAnswerCode
-  /** The delivery id, once verified. */
+  /** The delivery id: verified, or as sent when the delivery was refused (an unsigned claim, for logs only). */
   id?: string
   /** The event type from the signed body, once verified. */
   eventType?: string
@@ -98,6 +99,13 @@ export interface WebhookReceiverOptions<R = any> extends VerifyOptions<R> {
    */
   retryAfterSeconds?: number
   /**
+   * Where the receiver's lines go: one per refused or failed delivery (its code, the delivery id
+   * when known, the fix; never the body or a secret), the startup warnings, and a warning as
+   * failing answers pile up towards the sender's 20. A function taking one line, or `false`.
+   * @default console.warn
+   */
+  log?: WebhookLog
+  /**
    * Called once per request with its result: the logging and metrics hook. May be sync or async;
    * a throw or a rejection is swallowed and never changes the answer.
    */
@@ -124,6 +132,8 @@ export interface WebhookReceiver<R = any> {
   receive(request: R, transport: WebhookTransport<R>): Promise<WebhookResponse>
   /** The receiver's options as given (validated when the receiver was created). */
   readonly options: Readonly<WebhookReceiverOptions<R>>
+  /** Answers by outcome, the failing streak, and the inbox's figures: for a health endpoint. */
+  stats(): Promise<ReceiverStats>
 }
 
 
@@ -209,6 +219,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     retryAfterSeconds = 5,
     onResult,
   } = options
+  const log = resolveLog(options.log)
   if (inbox !== undefined && !isInbox(inbox)) {
     throw new TypeError('svc-webhooks: `inbox` must be a WebhookInbox (MemoryInbox, RedisInbox, PostgresInbox).')
   }
@@ -234,6 +245,12 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
   positive(retentionMs, 'retentionMs')
   positive(retryAfterSeconds, 'retryAfterSeconds')
   const handlers = on as Record<string, WebhookHandler<unknown> | undefined> | undefined
+  if (log) {
+    const secrets = typeof options.secret === 'function' ? undefined : [options.secret].flat()
+    for (const line of startupWarnings(on, secrets)) log(line)
+  }
+  const counter = new AnswerCounter(log)
+  const ignoredTypes = new Set<string>()
   const answers: RenderedAnswers = renderAnswers(retryAfterSeconds)
   const fixedNamespace = typeof endpoint === 'string' ? endpointNamespace(endpoint) : undefined
   const { maxBodyBytes, bodyTimeoutMs, now } = opts
@@ -254,6 +271,8 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     try {
       verified = await verifyTransported(request, transport, opts)
     } catch (error) {
+      const sent = transport.header(request, HEADER_ID)
+      if (typeof sent === 'string' && sent.length <= MAX_ID_LENGTH && /^[\x21-\x7e]+$/.test(sent)) result.id = sent
       return end(result, answerNameOf(error), error)
     }
     const { delivery } = verified
@@ -336,6 +355,15 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
   }
 
   function report(result: WebhookResult): void {
+    counter.count(result.outcome, result.status, result.code, now())
+    if (log) {
+      const line = resultLine(result)
+      if (line) log(line)
+      else if (result.outcome === 'ignored' && result.eventType && !ignoredTypes.has(result.eventType) && ignoredTypes.size < 100) {
+        ignoredTypes.add(result.eventType)
+        log(`svc-webhooks: 200 ignored (delivery ${result.id}): no handler for "${result.eventType}" in \`on\`; deliveries of this type are acknowledged unprocessed. (Logged once per type.)`)
+      }
+    }
     if (!onResult) return
     try {
       const returned = onResult(result)
@@ -367,6 +395,11 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
   return {
     options,
     receive,
+    async stats() {
+      const stats = counter.snapshot()
+      if (inbox) stats.inbox = await inbox.stats()
+      return stats
+    },
     handle(request) {
       const method = request?.method
       let bytes: Uint8Array
