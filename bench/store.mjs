@@ -7,6 +7,7 @@
  * delivery (target <= 2 round trips), counted by the server's own INFO commandstats.
  * Writes docs/benchmarks-store.json unless --no-write.
  */
+/* global gc */
 import { spawnSync } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
@@ -115,10 +116,9 @@ async function redisRoundTrips() {
     // many round trips as the commands it sent.
     const monitor = await client.duplicate().monitor()
     const byCommand = {}
-    let scriptCalls = 0
     monitor.on('monitor', (_time, args, source) => {
-      if (source === 'lua') scriptCalls++
-      else if (!['ping', 'info'].includes(String(args[0]).toLowerCase())) byCommand[String(args[0]).toLowerCase()] = (byCommand[String(args[0]).toLowerCase()] ?? 0) + 1
+      if (source === 'lua') return
+      if (!['ping', 'info'].includes(String(args[0]).toLowerCase())) byCommand[String(args[0]).toLowerCase()] = (byCommand[String(args[0]).toLowerCase()] ?? 0) + 1
     })
     const n = ids.length - 5
     await claimComplete(store, ids.slice(5))

@@ -5,7 +5,6 @@
  * waits for its body; then the body is read within `maxBodyBytes` and `bodyTimeoutMs`, and the
  * signature is checked over those exact bytes.
  */
-import type { WebhookVerificationError } from './errors.js'
 import { readSignedHeaders, requireWellFormed, type HeaderGetter, type SignedHeaders } from './headers.js'
 import { tooLarge } from './input.js'
 import type { ResolvedVerifyOptions, SecretSet } from './options.js'
@@ -49,7 +48,7 @@ export interface Transported {
 /**
  * Verifies a framework's request through its transport: declared length, header checks, the
  * bounded and deadline-limited read, then the HMAC and the parse. Throws a
- * {@link WebhookVerificationError}. Used by the receiver and by the verify-only adapters.
+ * `WebhookVerificationError`. Used by the receiver and by the verify-only adapters.
  */
 export async function verifyTransported<R>(request: R, transport: WebhookTransport<R>, opts: ResolvedVerifyOptions): Promise<Transported> {
   const { maxBodyBytes } = opts

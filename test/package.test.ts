@@ -115,7 +115,7 @@ export {}
       }),
     )
     const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc')
-    let output = ''
+    let output: string
     try {
       output = execFileSync(process.execPath, [tsc, '-p', dir], { encoding: 'utf8', timeout: 60_000 })
     } catch (error) {
