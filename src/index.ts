@@ -41,7 +41,7 @@ export {
   type WebhookTransport,
 } from './receiver.js'
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js'
-export type { AppendResult, DeadLetter, InboxDelivery, InboxEntry, InboxOptions, InboxStats, WebhookInbox } from './inbox/inbox.js'
+export type { AppendResult, DeadLetter, InboxDelivery, InboxEntry, InboxOptions, InboxStats, WebhookInbox, WebhookInboxProducer } from './inbox/inbox.js'
 export { MemoryInbox } from './inbox/memory.js'
 export { createInboxWorker, type InboxWorker, type InboxWorkerOptions, type InboxWorkerResult } from './inbox/worker.js'
 export type { ClaimResult, IdempotencyStore } from './stores/store.js'

@@ -14,7 +14,7 @@ import { resolveVerifyOptions, type VerifyOptions } from './options.js'
 import { MemoryStore } from './stores/memory.js'
 import type { ClaimResult, IdempotencyStore } from './stores/store.js'
 import type { VerifiedDelivery } from './verify.js'
-import { isInbox, type WebhookInbox } from './inbox/inbox.js'
+import type { WebhookInbox, WebhookInboxProducer } from './inbox/inbox.js'
 import { AnswerCounter, resolveLog, resultLine, startupWarnings, type ReceiverStats, type WebhookLog } from './visibility.js'
 
 export type { WebhookAnswerCode, WebhookOutcome, WebhookResponse } from './answers.js'
@@ -69,7 +69,7 @@ export interface WebhookReceiverOptions<R = any> extends VerifyOptions<R> {
    * acknowledged, and `createInboxWorker` runs the handler later (never inside the request). An
    * id already accepted or processed is 200 duplicate; an unreachable inbox 503 with `Retry-After`.
    */
-  inbox?: WebhookInbox
+  inbox?: WebhookInboxProducer
   /**
    * Where processed delivery ids are kept. Use `RedisStore` when several processes receive.
    * @default new MemoryStore()
@@ -184,6 +184,15 @@ async function v1ReplayKey(namespace: string, { signed, delivery, secrets }: Tra
   return `${namespace}:v1 ${signed.timestampText}.${hex}`
 }
 
+/**
+ * A claim's owner token: unique across processes (a random prefix per process) and requests (a
+ * counter), without drawing fresh randomness per request.
+ */
+let ownerPrefix: string | undefined
+let owners = 0
+// Drawn on first use: Workers refuse random values at module scope.
+const nextOwner = (): string => `${(ownerPrefix ??= crypto.randomUUID())}:${(owners++).toString(36)}`
+
 /** A store call that may throw synchronously, or return a plain value instead of a promise. */
 async function call<T>(operation: () => T | Promise<T>): Promise<T> {
   return operation()
@@ -220,8 +229,8 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     onResult,
   } = options
   const log = resolveLog(options.log)
-  if (inbox !== undefined && !isInbox(inbox)) {
-    throw new TypeError('svc-webhooks: `inbox` must be a WebhookInbox (MemoryInbox, RedisInbox, PostgresInbox).')
+  if (inbox !== undefined && typeof inbox?.append !== 'function') {
+    throw new TypeError('svc-webhooks: `inbox` must have append() (MemoryInbox, RedisInbox, PostgresInbox, QueueInbox).')
   }
   if (inbox === undefined && (typeof on !== 'object' || on === null)) {
     throw new TypeError('svc-webhooks: `on` must map event types to handlers, e.g. { "message.received": async (event) => {} }.')
@@ -309,7 +318,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
         return end(result, 'inbox_unavailable', error)
       }
     }
-    const owner = crypto.randomUUID()
+    const owner = nextOwner()
     const held: string[] = []
     for (const key of keys) {
       let claim: ClaimResult
@@ -397,7 +406,9 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     receive,
     async stats() {
       const stats = counter.snapshot()
-      if (inbox) stats.inbox = await inbox.stats()
+      // A push queue (Cloudflare Queues) cannot be counted from inside: no figures then.
+      const counted = inbox as Partial<WebhookInbox> | undefined
+      if (typeof counted?.stats === 'function') stats.inbox = await counted.stats()
       return stats
     },
     handle(request) {

@@ -93,6 +93,7 @@ export function resultLine(result: {
   endpoint?: string
   error?: unknown
 }): string | undefined {
+  if (result.outcome !== 'refused' && !ADVICE[result.outcome] && !(result.outcome === 'processed' && result.error instanceof Error)) return undefined
   const where = `${result.id ? ` (delivery ${result.id}${result.endpoint && result.endpoint !== 'default' ? `, endpoint ${result.endpoint}` : ''})` : ''}`
   if (result.outcome === 'refused') {
     const why = isWebhookVerificationError(result.error) ? result.error.message : 'an unexpected error; see onResult for it.'

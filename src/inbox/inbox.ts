@@ -90,6 +90,13 @@ export interface WebhookInbox {
   stats(): Promise<InboxStats>
 }
 
+/**
+ * The receiver's side of an inbox: `append` only. What a push queue can offer (Cloudflare Queues:
+ * the Worker's `queue()` consumer runs the handlers, so `take`, `stats` and the rest have no
+ * meaning there); every {@link WebhookInbox} is one.
+ */
+export type WebhookInboxProducer = Pick<WebhookInbox, 'append'>
+
 /** Options every engine takes. */
 export interface InboxOptions {
   /**

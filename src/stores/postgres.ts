@@ -7,6 +7,8 @@
 import type { ClaimResult, IdempotencyStore } from './store.js'
 import { positiveOption, withDeadline } from './deadline.js'
 
+export { PostgresInbox, createInboxTableSql, type PostgresInboxOptions } from '../inbox/postgres.js'
+
 /** The part of a `pg` `Pool` or `Client` the store uses. */
 export interface PostgresQueryable {
   query(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>
@@ -34,10 +36,17 @@ export interface PostgresStoreOptions {
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 
-function quoteTable(table: unknown): string {
+/**
+ * `table` (a plain name or `schema.name`) double-quoted for SQL; a TypeError naming `owner`'s
+ * option for anything else, so a table name can never carry SQL. Shared with PostgresInbox.
+ *
+ * @example
+ * quoteTable('webhooks.deliveries') // '"webhooks"."deliveries"'
+ */
+export function quoteTable(table: unknown, owner = 'PostgresStore'): string {
   const parts = typeof table === 'string' ? table.split('.') : []
   if (parts.length === 0 || parts.length > 2 || !parts.every((part) => IDENTIFIER.test(part))) {
-    throw new TypeError('svc-webhooks: PostgresStore `table` must be a plain name or schema.name (letters, digits, underscores).')
+    throw new TypeError(`svc-webhooks: ${owner} \`table\` must be a plain name or schema.name (letters, digits, underscores).`)
   }
   return parts.map((part) => `"${part}"`).join('.')
 }

@@ -7,6 +7,8 @@
 import type { ClaimResult, IdempotencyStore } from './store.js'
 import { positiveOption, withDeadline } from './deadline.js'
 
+export { RedisInbox, type RedisInboxOptions } from '../inbox/redis.js'
+
 /** The part of an `ioredis` client (`Redis` or `Cluster`) the store uses. */
 export interface IORedisLikeClient {
   eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>
@@ -62,12 +64,20 @@ const RELEASE = `if redis.call('GET', KEYS[1]) == 'c:' .. ARGV[1] then
 end
 return 0`
 
-type Run = (script: string, key: string, args: string[]) => Promise<unknown>
+/** Runs one Lua script with one declared key (internal: shared by RedisStore and RedisInbox). */
+export type Run = (script: string, key: string, args: string[]) => Promise<unknown>
 
-function adapt(client: unknown): Run {
+/**
+ * Adapts an ioredis or node-redis client to {@link Run}; `what` names the class in the error.
+ * Internal: shared by RedisStore and RedisInbox.
+ *
+ * @example
+ * const run = adapt(client, 'RedisInbox')
+ */
+export function adapt(client: unknown, what = 'RedisStore'): Run {
   const c = client as Partial<IORedisLikeClient> | null
   if (typeof c !== 'object' || c === null || typeof c.eval !== 'function') {
-    throw new TypeError('svc-webhooks: RedisStore needs `client`: an ioredis client (new Redis(url)) or a connected node-redis v4+ client (await createClient({ url }).connect()).')
+    throw new TypeError(`svc-webhooks: ${what} needs \`client\`: an ioredis client (new Redis(url)) or a connected node-redis v4+ client (await createClient({ url }).connect()).`)
   }
   // ioredis: eval(script, numKeys, ...keysAndArgs); node-redis: eval(script, { keys, arguments }).
   // Only ioredis has defineCommand, which tells the two apart without importing either.

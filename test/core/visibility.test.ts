@@ -138,7 +138,7 @@ describe('the default log on a real server', () => {
         createInterface({ input: child.stdout }).once('line', (line) => (clearTimeout(timer), resolve(JSON.parse(line).port)))
       })
       const bad = await delivery({ secret: 'svc_whsec_Wrong', id: 'evt-real-server' })
-      const res = await fetch(`http://127.0.0.1:${port}/webhooks/svc`, { method: 'POST', headers: bad.headers, body: bad.body })
+      const res = await fetch(`http://127.0.0.1:${port}/webhooks/svc`, { method: 'POST', headers: bad.headers, body: bad.body as BodyInit })
       expect(res.status).toBe(401)
       const deadline = Date.now() + 5_000
       while (!stderr.includes('evt-real-server') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))

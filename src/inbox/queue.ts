@@ -1,0 +1,366 @@
+/**
+ * Cloudflare Queues as the durable inbox (DESIGN.md "Durable inbox"): the fetch handler appends
+ * each verified delivery to a Queue with {@link QueueInbox} and answers 202 once `send` resolved
+ * (Queues resolve a send only once the message is stored); the Worker's `queue()` consumer,
+ * {@link createQueueConsumer}, runs the handlers. A Queue cannot be searched, so dedupe lives in an
+ * IdempotencyStore (the DurableObjectStore), as two records per delivery:
+ *
+ * - Accepted (the append): each dedupe key is claimed for `leaseMs` while `send` runs, then
+ *   completed for `retentionMs`. A resend finds it completed: 200 duplicate, not sent again. One
+ *   arriving while the first append is still sending finds it claimed and is refused (503, the
+ *   sender retries): answering it "duplicate" would lose the delivery if that send then failed. A
+ *   failed send releases the claim, so the sender's retry appends again. A crash between `send` and
+ *   the completion leaves the claim to expire: a resend after `leaseMs` is sent a second time, and
+ *   the processed record below keeps the handler from running twice.
+ * - Processed (the consumer): Queues deliver at least once, so the primary key is claimed again,
+ *   under {@link PROCESSED_PREFIX}, while the handler runs, and completed once it succeeded.
+ *
+ * Retries are the Queue's own: a failure is `message.retry({ delaySeconds })` with exponential
+ * backoff (from 1 s, capped at 1 h), and after the consumer's `max_retries` the Queue moves the
+ * message to its dead-letter queue, which is this inbox's dead-letter list. The inbox `stats()`
+ * (depth, oldest age, retrying, dead) cannot be computed from a Worker: a Queue has no read or
+ * count API for its producers; read its backlog in the Queue's metrics (dashboard, GraphQL API).
+ */
+import { decodeUtf8 } from '#crypto'
+import type { WebhookEvent } from '../events.js'
+import type { WebhookHandler, WebhookHandlers } from '../receiver.js'
+import type { ClaimResult, IdempotencyStore } from '../stores/store.js'
+import { DEFAULT_INBOX_RETENTION_MS, type AppendResult, type InboxDelivery, type WebhookInboxProducer } from './inbox.js'
+import { retryDelay, type InboxWorkerResult } from './worker.js'
+
+/** The parts of a Queue producer binding (`env.WEBHOOK_QUEUE`) the inbox uses (structural: no workers-types needed). */
+export interface QueueProducerLike {
+  send(body: QueuedDelivery, options?: { contentType?: 'json' }): Promise<unknown>
+}
+
+/** The parts of a Queue `Message` the consumer uses. */
+export interface QueueMessageLike {
+  readonly id: string
+  readonly body: unknown
+  /** Delivery attempts, this one included (1 on the first). */
+  readonly attempts: number
+  ack(): void
+  retry(options?: { delaySeconds?: number }): void
+}
+
+/** The parts of a `MessageBatch` the consumer uses. */
+export interface QueueBatchLike {
+  readonly queue: string
+  readonly messages: readonly QueueMessageLike[]
+}
+
+/** A delivery as a Queue message (JSON): {@link InboxDelivery} with the raw body in base64. */
+export interface QueuedDelivery {
+  /** The message format's version. */
+  v: 1
+  keys: string[]
+  endpoint: string
+  id: string
+  timestamp: number
+  signatureVersion: 'v2' | 'v1'
+  secretIndex: number
+  /** The raw body, base64. */
+  body: string
+  receivedAt: number
+}
+
+/**
+ * The largest body that fits a Queue message once base64-encoded (4/3 of it) with its keys:
+ * Queues take 128 KB (128,000 bytes, about 100 of them metadata). `withWebhooks` with `queue`
+ * uses it as the default `maxBodyBytes` and refuses a larger one.
+ */
+export const QUEUE_MAX_BODY_BYTES = 90 * 1024
+const QUEUE_MAX_MESSAGE_BYTES = 127_900
+// Queues refuse a delay over 24 h (12 h on older accounts).
+const MAX_DELAY_SECONDS = 12 * 60 * 60
+
+/**
+ * Put before the primary key of a processed record. A receiver's key starts with its endpoint
+ * namespace, where every `%` is written `%25` (endpointNamespace), so no receiver key starts so.
+ */
+export const PROCESSED_PREFIX = '%processed:'
+
+const encoder = new TextEncoder()
+
+function toBase64(bytes: Uint8Array): string {
+  let binary = ''
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000))
+  return btoa(binary)
+}
+
+function fromBase64(text: string): Uint8Array {
+  const binary = atob(text)
+  const bytes = new Uint8Array(binary.length)
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i)
+  return bytes
+}
+
+function isStore(store: unknown): store is IdempotencyStore {
+  const s = store as IdempotencyStore | undefined
+  return typeof s?.claim === 'function' && typeof s.complete === 'function' && typeof s.release === 'function'
+}
+
+function positive(value: number, name: string): void {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw new TypeError(`svc-webhooks: \`${name}\` must be a positive number.`)
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+}
+
+/** Options of {@link QueueInbox}. */
+export interface QueueInboxOptions {
+  /** Where accepted ids are kept: a `DurableObjectStore` (atomic across every instance of the Worker). */
+  store: IdempotencyStore
+  /**
+   * How long an append holds its ids while it sends; an append that crashed frees them after this long.
+   * @default 60000
+   */
+  leaseMs?: number
+  /**
+   * How long an accepted id is remembered, so a resend is answered 200 duplicate.
+   * @default 259200000 (72 h)
+   */
+  retentionMs?: number
+}
+
+/**
+ * The receiver's side of a Queue inbox: appends each verified delivery to a Queue producer binding.
+ * Resolves 'accepted' once `send` resolved, 'duplicate' for an id already accepted; rejects (the
+ * receiver answers 503) when the store or the Queue fails, or another request is appending the id.
+ *
+ * @example
+ * const inbox = new QueueInbox(env.WEBHOOK_QUEUE, { store: new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY) })
+ * await inbox.append(delivery) // 'accepted'
+ */
+export class QueueInbox implements WebhookInboxProducer {
+  private readonly store: IdempotencyStore
+  private readonly leaseMs: number
+  private readonly retentionMs: number
+
+  constructor(
+    private readonly queue: QueueProducerLike,
+    { store, leaseMs = 60_000, retentionMs = DEFAULT_INBOX_RETENTION_MS }: QueueInboxOptions,
+  ) {
+    if (typeof queue?.send !== 'function') throw new TypeError('svc-webhooks: QueueInbox needs a Queue producer binding (env.WEBHOOK_QUEUE; [[queues.producers]] in wrangler.toml).')
+    if (!isStore(store)) throw new TypeError('svc-webhooks: QueueInbox needs `store`, e.g. new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY): a Queue cannot tell a resend from a new delivery.')
+    positive(leaseMs, 'leaseMs')
+    positive(retentionMs, 'retentionMs')
+    this.store = store
+    this.leaseMs = leaseMs
+    this.retentionMs = retentionMs
+  }
+
+  async append(delivery: InboxDelivery): Promise<AppendResult> {
+    const { keys, endpoint, id, timestamp, signatureVersion, secretIndex, rawBody, receivedAt } = delivery
+    const body: QueuedDelivery = { v: 1, keys: [...keys], endpoint, id, timestamp, signatureVersion, secretIndex, body: toBase64(rawBody), receivedAt }
+    const size = encoder.encode(JSON.stringify(body)).length
+    if (size > QUEUE_MAX_MESSAGE_BYTES) {
+      throw new RangeError(`svc-webhooks: delivery ${id} takes ${size} bytes as a Queue message; Queues take at most 128 KB. Keep \`maxBodyBytes\` at or under ${QUEUE_MAX_BODY_BYTES}.`)
+    }
+    const owner = crypto.randomUUID()
+    const held: string[] = []
+    let found: ClaimResult = 'claimed'
+    try {
+      for (const key of keys) {
+        found = await this.store.claim(key, owner, this.leaseMs)
+        if (found !== 'claimed') break
+        held.push(key)
+      }
+      if (found === 'claimed') await this.queue.send(body, { contentType: 'json' })
+    } catch (error) {
+      // Not sent: free the ids, so the sender's retry (after the 503) appends again.
+      await this.release(held, owner)
+      throw error
+    }
+    if (found !== 'claimed') {
+      await this.release(held, owner)
+      if (found === 'completed') return 'duplicate'
+      throw new Error(`svc-webhooks: delivery ${id} is being appended by another request; the sender retries after the 503.`)
+    }
+    // The message is stored. If recording that fails, the claim expires after leaseMs and the
+    // consumer's processed record keeps a second copy from running the handler again.
+    for (const key of held) await this.store.complete(key, owner, this.retentionMs).catch(() => undefined)
+    return 'accepted'
+  }
+
+  private async release(keys: readonly string[], owner: string): Promise<void> {
+    for (const key of keys) await this.store.release(key, owner).catch(() => undefined)
+  }
+}
+
+/** Options of {@link createQueueConsumer}. */
+export interface QueueConsumerOptions {
+  /** Handlers by event type, called as `handler(event, delivery)`, as in the receiver. */
+  on: WebhookHandlers
+  /** The store that keeps each id processed once: the same `DurableObjectStore` the inbox uses. */
+  store: IdempotencyStore
+  /**
+   * How long a message's id is held while its handler runs. A copy delivered meanwhile is retried
+   * after this long; a crashed consumer's id is free again after it.
+   * @default 900000 (15 min, a consumer invocation's wall-clock limit)
+   */
+  leaseMs?: number
+  /**
+   * How long a processed id is remembered.
+   * @default 259200000 (72 h)
+   */
+  retentionMs?: number
+  /**
+   * First retry delay; doubles on each failure up to `maxRetryDelayMs`. Queues count in whole seconds.
+   * @default 1000
+   */
+  firstRetryDelayMs?: number
+  /**
+   * Longest retry delay.
+   * @default 3600000 (1 h)
+   */
+  maxRetryDelayMs?: number
+  /** Called once per message with how it ended. May be sync or async; a throw or a rejection is swallowed. */
+  onResult?: (result: InboxWorkerResult) => unknown
+  /**
+   * The clock, in milliseconds since the epoch (tests).
+   * @default Date.now
+   */
+  now?: () => number
+}
+
+/**
+ * Creates the Worker's `queue()` consumer for deliveries a {@link QueueInbox} sent: runs each
+ * handler once per id, acks on success, `retry({ delaySeconds })` with backoff on failure. A type
+ * with no handler is acked without running. A message that is not a delivery is retried, so the
+ * Queue dead-letters it rather than dropping it: keep the Queue for webhooks only.
+ *
+ * @example
+ * // A consumer Worker of its own (the receiving Worker uses withWebhooks({ queue, store, ... })):
+ * export default {
+ *   queue: (batch: MessageBatch, env: Env) =>
+ *     createQueueConsumer({ on: { 'message.received': save }, store: new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY) })(batch),
+ * }
+ */
+export function createQueueConsumer(options: QueueConsumerOptions): (batch: QueueBatchLike) => Promise<void> {
+  const { on, store, onResult, now = Date.now } = options
+  const { leaseMs = 15 * 60 * 1000, retentionMs = DEFAULT_INBOX_RETENTION_MS, firstRetryDelayMs = 1000, maxRetryDelayMs = 60 * 60 * 1000 } = options
+  if (typeof on !== 'object' || on === null) throw new TypeError('svc-webhooks: the Queue consumer needs `on`, the handlers by event type.')
+  if (!isStore(store)) throw new TypeError('svc-webhooks: the Queue consumer needs `store`, e.g. new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY): Queues deliver at least once.')
+  for (const [name, value] of Object.entries({ leaseMs, retentionMs, firstRetryDelayMs, maxRetryDelayMs })) positive(value, name)
+  const handlers = on as Record<string, WebhookHandler<unknown> | undefined>
+
+  function report(result: InboxWorkerResult): void {
+    try {
+      const returned = onResult?.(result)
+      if (returned !== null && typeof returned === 'object' && typeof (returned as Promise<unknown>).then === 'function') {
+        ;(returned as Promise<unknown>).then(undefined, () => undefined)
+      }
+    } catch {
+      // A logging hook must not turn a processed message into a retried one.
+    }
+  }
+
+  async function handle(msg: QueueMessageLike): Promise<void> {
+    const started = now()
+    const later = (delayMs: number): number => {
+      const seconds = Math.min(MAX_DELAY_SECONDS, Math.max(1, Math.ceil(delayMs / 1000)))
+      msg.retry({ delaySeconds: seconds })
+      return seconds * 1000
+    }
+    const backoff = () => later(retryDelay(msg.attempts, firstRetryDelayMs, maxRetryDelayMs))
+    let delivery: InboxDelivery
+    let event: WebhookEvent
+    try {
+      delivery = fromQueued(msg.body)
+      event = JSON.parse(decodeUtf8(delivery.rawBody)) as WebhookEvent
+    } catch (error) {
+      const retryInMs = backoff()
+      return report({ outcome: 'retrying', id: msg.id, endpoint: '', attempts: msg.attempts, error, retryInMs, durationMs: now() - started })
+    }
+    const base = { id: delivery.id, endpoint: delivery.endpoint, eventType: event.event, attempts: msg.attempts }
+    const done = (outcome: InboxWorkerResult['outcome'], more: Partial<InboxWorkerResult> = {}) => report({ ...base, outcome, ...more, durationMs: now() - started })
+    const handler = Object.hasOwn(handlers, event.event) ? handlers[event.event] : undefined
+    if (handler === undefined) {
+      msg.ack()
+      return done('ignored')
+    }
+    const key = PROCESSED_PREFIX + delivery.keys[0]
+    const owner = crypto.randomUUID()
+    let claim: ClaimResult
+    try {
+      claim = await store.claim(key, owner, leaseMs)
+    } catch (error) {
+      return done('retrying', { error, retryInMs: backoff() })
+    }
+    if (claim === 'completed') {
+      msg.ack()
+      return done('duplicate')
+    }
+    // Another copy is running (or crashed holding the id): look again once its lease is over.
+    if (claim === 'in_flight') return done('in_flight', { retryInMs: later(leaseMs) })
+    const { id, timestamp, signatureVersion, secretIndex, rawBody } = delivery
+    try {
+      await handler(event, { id, timestamp, signatureVersion, secretIndex, rawBody, event })
+    } catch (error) {
+      await store.release(key, owner).catch(() => undefined)
+      return done('retrying', { error, retryInMs: backoff() })
+    }
+    // The handler's work is done: ack even if recording it fails (the claim then expires).
+    let owned = true
+    let failure: unknown
+    try {
+      owned = await store.complete(key, owner, retentionMs)
+    } catch (error) {
+      failure = error
+    }
+    msg.ack()
+    done(owned ? 'processed' : 'lease_lost', failure === undefined ? {} : { error: failure })
+  }
+
+  return async (batch) => {
+    const settled = await Promise.allSettled(batch.messages.map(handle))
+    // Throwing makes the Queue retry every message not acked or retried explicitly, never drop it.
+    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected')
+    if (failed) throw new Error(`svc-webhooks: the Queue consumer failed: ${message(failed.reason)}`, { cause: failed.reason })
+  }
+}
+
+function fromQueued(body: unknown): InboxDelivery {
+  const m = (typeof body === 'object' && body !== null ? body : {}) as Partial<QueuedDelivery>
+  const valid =
+    m.v === 1 &&
+    Array.isArray(m.keys) &&
+    m.keys.length > 0 &&
+    m.keys.every((key) => typeof key === 'string') &&
+    typeof m.endpoint === 'string' &&
+    typeof m.id === 'string' &&
+    typeof m.timestamp === 'number' &&
+    (m.signatureVersion === 'v2' || m.signatureVersion === 'v1') &&
+    typeof m.secretIndex === 'number' &&
+    typeof m.body === 'string' &&
+    typeof m.receivedAt === 'number'
+  if (!valid) throw new TypeError('svc-webhooks: the Queue message is not a delivery QueueInbox sent; keep this Queue for webhooks only.')
+  const { keys, endpoint, id, timestamp, signatureVersion, secretIndex, body: base64, receivedAt } = m as QueuedDelivery
+  return { keys, endpoint, id, timestamp, signatureVersion, secretIndex, rawBody: fromBase64(base64), receivedAt }
+}
+
+/** What `withWebhooks` needs for its `queue` option, from its other options. */
+export interface QueueWorkerOptions {
+  on?: WebhookHandlers
+  store?: IdempotencyStore
+  inbox?: unknown
+  maxBodyBytes?: number
+  retentionMs?: number
+  onQueueResult?: (result: InboxWorkerResult) => unknown
+}
+
+/**
+ * `withWebhooks`' queue mode: the receiver's `inbox` (a {@link QueueInbox}) and `maxBodyBytes`
+ * (within a Queue message), and the consumer for the Worker's `queue()`. Throws on invalid options.
+ */
+export function queueWorker(queue: QueueProducerLike, options: QueueWorkerOptions) {
+  const { on, store, inbox, maxBodyBytes = QUEUE_MAX_BODY_BYTES, retentionMs, onQueueResult } = options
+  if (inbox !== undefined) throw new TypeError('svc-webhooks: give `queue` or `inbox`, not both: with `queue` the Queue is the inbox.')
+  if (store === undefined) throw new TypeError('svc-webhooks: `queue` needs `store: new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY)`: a Queue cannot tell a resend from a new delivery.')
+  if (!(maxBodyBytes <= QUEUE_MAX_BODY_BYTES)) throw new TypeError(`svc-webhooks: with \`queue\`, \`maxBodyBytes\` must be at most ${QUEUE_MAX_BODY_BYTES}: a Queue message holds 128 KB.`)
+  const consume = createQueueConsumer({ on: on!, store, ...(retentionMs !== undefined && { retentionMs }), ...(onQueueResult && { onResult: onQueueResult }) })
+  const producer = new QueueInbox(queue, { store, ...(retentionMs !== undefined && { retentionMs }) })
+  return { receiver: { inbox: producer, maxBodyBytes }, consume }
+}

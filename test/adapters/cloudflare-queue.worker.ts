@@ -1,0 +1,96 @@
+/**
+ * A Worker whose durable inbox is a Cloudflare Queue (bundled by test/support/workerd.ts, run in
+ * workerd with the Queue bound as producer and consumer by cloudflare-queue.test.ts): `fetch`
+ * appends, `queue` runs the handlers. It records every handler run, every consumer result and
+ * what reached the dead-letter queue, and lets the test put messages on the Queue directly (a
+ * copy Queues hand out twice, a type whose handler was removed after it was accepted).
+ */
+import type { InboxWorkerResult, WebhookHandlers } from 'svc-webhooks'
+import {
+  DurableObjectStore,
+  QueueInbox,
+  withWebhooks,
+  type DurableObjectNamespaceLike,
+  type QueueBatchLike,
+  type QueueProducerLike,
+} from 'svc-webhooks/cloudflare'
+
+export { WebhookIdempotencyObject } from 'svc-webhooks/cloudflare'
+
+interface Env {
+  SVC_WEBHOOK_SECRET: string
+  WEBHOOK_IDEMPOTENCY: DurableObjectNamespaceLike
+  WEBHOOK_QUEUE: QueueProducerLike
+}
+
+const DEAD_LETTER_QUEUE = 'webhooks-dlq'
+
+const runs: { id: string; text: string; rawBody: string; at: number }[] = []
+const results: (Omit<InboxWorkerResult, 'error'> & { error?: string; at: number })[] = []
+const dead: { id: string; attempts: number }[] = []
+const failures = new Map<string, number>()
+let refuseSends = 0
+
+const on: WebhookHandlers = {
+  'message.received': async (event, delivery) => {
+    runs.push({ id: delivery.id, text: event.message.text, rawBody: new TextDecoder().decode(delivery.rawBody), at: Date.now() })
+    const failed = failures.get(delivery.id) ?? 0
+    if ((event.message.text === 'fail-once' && failed === 0) || event.message.text === 'fail-always') {
+      failures.set(delivery.id, failed + 1)
+      throw new Error(`the handler failed (${delivery.id})`)
+    }
+  },
+}
+
+const options = (env: Env) => ({
+  store: new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY),
+  on,
+  onQueueResult: (result: InboxWorkerResult) => {
+    results.push({ ...result, error: result.error === undefined ? undefined : String(result.error), at: Date.now() })
+  },
+})
+
+const worker = withWebhooks((env: Env) => ({ ...options(env), queue: env.WEBHOOK_QUEUE }))
+
+// The same Worker over a producer that refuses its next `refuseSends` messages (the Queue down).
+const flaky = withWebhooks((env: Env) => ({
+  ...options(env),
+  queue: { send: (body, opts) => (refuseSends-- > 0 ? Promise.reject(new Error('the Queue is down')) : env.WEBHOOK_QUEUE.send(body, opts)) },
+}))
+
+const noStore = withWebhooks((env: Env) => ({ on, queue: env.WEBHOOK_QUEUE }))
+
+// A store that lets every append through: the Queue then holds copies, as when it delivers one twice.
+const admitsAll = { claim: async () => 'claimed' as const, complete: async () => true, release: async () => true }
+
+export default {
+  async fetch(request: Request, env: Env): Promise<Response> {
+    const { pathname } = new URL(request.url)
+    if (pathname === '/webhooks/svc') return worker.fetch(request, env)
+    if (pathname === '/flaky') return flaky.fetch(request, env)
+    if (pathname === '/no-store') return noStore.fetch(request, env)
+    if (pathname === '/refuse-sends') {
+      refuseSends = Number(await request.text())
+      return Response.json({ ok: true })
+    }
+    if (pathname === '/state') return Response.json({ runs, results, dead })
+    if (pathname === '/copies') {
+      const { id, body, copies } = (await request.json()) as { id: string; body: string; copies: number }
+      const inbox = new QueueInbox(env.WEBHOOK_QUEUE, { store: admitsAll })
+      const delivery = { keys: [`default:${id}`], endpoint: 'default', id, timestamp: Math.floor(Date.now() / 1000), signatureVersion: 'v2' as const }
+      for (let i = 0; i < copies; i++) {
+        await inbox.append({ ...delivery, secretIndex: 0, rawBody: new TextEncoder().encode(body), receivedAt: Date.now() })
+      }
+      return Response.json({ ok: true })
+    }
+    return new Response('not found', { status: 404 })
+  },
+
+  async queue(batch: QueueBatchLike, env: Env): Promise<void> {
+    if (batch.queue !== DEAD_LETTER_QUEUE) return worker.queue(batch, env)
+    for (const message of batch.messages) {
+      dead.push({ id: (message.body as { id: string }).id, attempts: message.attempts })
+      message.ack()
+    }
+  },
+}
