@@ -46,7 +46,7 @@
  */
 import { DEFAULT_INBOX_RETENTION_MS, type AppendResult, type DeadLetter, type InboxDelivery, type InboxEntry, type InboxStats, type WebhookInbox } from './inbox.js'
 import { positiveOption, withDeadline } from '../stores/deadline.js'
-import { adapt, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../stores/redis.js'
+import { adapt, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../stores/redis-client.js'
 
 /** Options of {@link RedisInbox}. */
 export interface RedisInboxOptions {

@@ -5,20 +5,12 @@
  * a `node-redis` (v4+) client; neither is a dependency: the client is adapted by its methods.
  */
 import type { ClaimResult, IdempotencyStore } from './store.js'
+import { adapt, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from './redis-client.js'
+
+export type { IORedisLikeClient, NodeRedisLikeClient } from './redis-client.js'
 import { positiveOption, withDeadline } from './deadline.js'
 
 export { RedisInbox, type RedisInboxOptions } from '../inbox/redis.js'
-
-/** The part of an `ioredis` client (`Redis` or `Cluster`) the store uses. */
-export interface IORedisLikeClient {
-  eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>
-  defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void
-}
-
-/** The part of a `node-redis` v4+ client (`createClient()` or `createCluster()`) the store uses. */
-export interface NodeRedisLikeClient {
-  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>
-}
 
 /** Options of {@link RedisStore}. */
 export interface RedisStoreOptions {
@@ -63,31 +55,6 @@ const RELEASE = `if redis.call('GET', KEYS[1]) == 'c:' .. ARGV[1] then
   return 1
 end
 return 0`
-
-/** Runs one Lua script with one declared key (internal: shared by RedisStore and RedisInbox). */
-export type Run = (script: string, key: string, args: string[]) => Promise<unknown>
-
-/**
- * Adapts an ioredis or node-redis client to {@link Run}; `what` names the class in the error.
- * Internal: shared by RedisStore and RedisInbox.
- *
- * @example
- * const run = adapt(client, 'RedisInbox')
- */
-export function adapt(client: unknown, what = 'RedisStore'): Run {
-  const c = client as Partial<IORedisLikeClient> | null
-  if (typeof c !== 'object' || c === null || typeof c.eval !== 'function') {
-    throw new TypeError(`svc-webhooks: ${what} needs \`client\`: an ioredis client (new Redis(url)) or a connected node-redis v4+ client (await createClient({ url }).connect()).`)
-  }
-  // ioredis: eval(script, numKeys, ...keysAndArgs); node-redis: eval(script, { keys, arguments }).
-  // Only ioredis has defineCommand, which tells the two apart without importing either.
-  if (typeof c.defineCommand === 'function') {
-    const io = c as IORedisLikeClient
-    return (script, key, args) => io.eval(script, 1, key, ...args)
-  }
-  const node = c as unknown as NodeRedisLikeClient
-  return (script, key, args) => node.eval(script, { keys: [key], arguments: args })
-}
 
 /**
  * Idempotency store on Redis: claim is `SET NX PX lease` done in one script that also reports
