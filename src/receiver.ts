@@ -193,11 +193,6 @@ let owners = 0
 // Drawn on first use: Workers refuse random values at module scope.
 const nextOwner = (): string => `${(ownerPrefix ??= crypto.randomUUID())}:${(owners++).toString(36)}`
 
-/** A store call that may throw synchronously, or return a plain value instead of a promise. */
-async function call<T>(operation: () => T | Promise<T>): Promise<T> {
-  return operation()
-}
-
 /** The transport of `handle`: the body is already bytes. */
 const HELD: WebhookTransport<WebhookRequest & { bytes: Uint8Array }> = {
   method: (request) => request.method,
@@ -323,7 +318,8 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     for (const key of keys) {
       let claim: ClaimResult
       try {
-        claim = await call(() => store.claim(key, owner, leaseMs))
+        // Inside `try`, a synchronous throw and a plain (non-promise) answer are handled alike.
+        claim = await store.claim(key, owner, leaseMs)
       } catch (error) {
         await releaseAll(held, owner)
         return end(result, 'store_unavailable', error)
@@ -345,7 +341,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     // The handler's work is done: answer 2xx even if recording it fails, and report the failure.
     for (const key of held) {
       try {
-        const owned = await call(() => store.complete(key, owner, retentionMs))
+        const owned = await store.complete(key, owner, retentionMs)
         if (owned === false) {
           // The lease ran out while the handler ran, so another request may have run it too.
           result.error = new Error(
@@ -360,7 +356,13 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
   }
 
   async function releaseAll(keys: readonly string[], owner: string): Promise<void> {
-    for (const key of keys) await call(() => store.release(key, owner)).catch(() => undefined)
+    for (const key of keys) {
+      try {
+        await store.release(key, owner)
+      } catch {
+        // The lease expires and the retry runs the handler then.
+      }
+    }
   }
 
   function report(result: WebhookResult): void {

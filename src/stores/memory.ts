@@ -44,6 +44,8 @@ export class MemoryStore implements IdempotencyStore {
   /** A live iterator over `completed` and the entry it last gave: see `oldest()`. */
   private cursor: MapIterator<[string, number]> | undefined
   private head: [string, number] | undefined
+  /** No completion expires before this (seconds since `epoch`): the expiry sweep is skipped until then. */
+  private nextExpiry = Infinity
 
   constructor({ maxEntries = 100_000, now = Date.now }: MemoryStoreOptions = {}) {
     if (!Number.isSafeInteger(maxEntries) || maxEntries <= 0) {
@@ -81,7 +83,9 @@ export class MemoryStore implements IdempotencyStore {
     if (claim !== undefined) this.claims.delete(key)
     const now = this.now()
     this.completed.delete(key)
-    this.completed.set(key, Math.ceil((now + retentionMs) / 1000) - this.epoch)
+    const expiry = Math.ceil((now + retentionMs) / 1000) - this.epoch
+    this.completed.set(key, expiry)
+    if (expiry < this.nextExpiry) this.nextExpiry = expiry
     this.evict(now)
     return owned
   }
@@ -116,8 +120,11 @@ export class MemoryStore implements IdempotencyStore {
   /** Drops expired completions, oldest first, then the oldest entries while over `maxEntries`. */
   private evict(now: number): void {
     const nowSeconds = now / 1000 - this.epoch
-    for (let head = this.oldest(); head !== undefined && head[1] <= nowSeconds; head = this.oldest()) {
-      this.completed.delete(head[0])
+    if (nowSeconds >= this.nextExpiry) {
+      let head = this.oldest()
+      for (; head !== undefined && head[1] <= nowSeconds; head = this.oldest()) this.completed.delete(head[0])
+      // Completions are kept in insertion order, so the head's expiry is (nearly always) the next one.
+      this.nextExpiry = head === undefined ? Infinity : head[1]
     }
     while (this.completed.size + this.claims.size > this.maxEntries) {
       // Oldest completions go first; a claim is evicted only when no completion is left to make room.
