@@ -25,6 +25,9 @@ interface LambdaRestApiEvent {
   multiValueHeaders?: { readonly [name: string]: readonly string[] | undefined } | null | undefined
   body?: string | null | undefined
   isBase64Encoded?: boolean | undefined
+  /** For a `secret` or `endpoint` function: the path and its parameters (`/webhooks/{tenant}`). */
+  path?: string | undefined
+  pathParameters?: { readonly [name: string]: string | undefined } | null | undefined
 }
 
 /**
@@ -37,6 +40,9 @@ interface LambdaHttpApiEvent {
   headers?: LambdaEventHeaders | null | undefined
   body?: string | null | undefined
   isBase64Encoded?: boolean | undefined
+  /** For a `secret` or `endpoint` function: the path and its parameters (`/webhooks/{tenant}`). */
+  rawPath?: string | undefined
+  pathParameters?: { readonly [name: string]: string | undefined } | null | undefined
 }
 
 /**

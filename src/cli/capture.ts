@@ -49,8 +49,12 @@ function add(headers: CapturedHeaders, name: string, value: string): void {
   else headers[key] = Array.isArray(existing) ? [...existing, value] : [existing, value]
 }
 
-/** A raw HTTP/1.1 request: request line, headers, blank line, body (Content-Length or chunked honoured). */
-export function parseRawRequest(bytes: Uint8Array): { headers: CapturedHeaders; body: Uint8Array; notes: string[] } {
+/**
+ * A raw HTTP/1.1 request: request line, headers, blank line, body (Content-Length or chunked
+ * honoured). `target` is the request line's path, e.g. `/tenants/acme/webhooks`: on a receiver
+ * of many endpoints it names the endpoint whose secret must verify the delivery.
+ */
+export function parseRawRequest(bytes: Uint8Array): { headers: CapturedHeaders; body: Uint8Array; notes: string[]; target: string } {
   const text = new TextDecoder('latin1').decode(bytes) // one char per byte, so indexes are byte offsets
   const crlf = text.indexOf('\r\n\r\n')
   const lf = text.indexOf('\n\n')
@@ -63,6 +67,7 @@ export function parseRawRequest(bytes: Uint8Array): { headers: CapturedHeaders; 
   if (!/^[A-Z]+ \S+ HTTP\/[\d.]+$/.test(lines[0] ?? '')) {
     throw new UsageError('the request file must start with a request line such as "POST /webhooks/svc HTTP/1.1".')
   }
+  const target = lines[0]!.split(' ')[1]!
   const headers = parseHeaders(lines.slice(1).join('\n'))
   let body = bytes.subarray(end + sep)
   const notes: string[] = []
@@ -79,7 +84,7 @@ export function parseRawRequest(bytes: Uint8Array): { headers: CapturedHeaders; 
       notes.push(`the body is ${body.byteLength} bytes but Content-Length says ${declared}: the capture looks truncated`)
     }
   }
-  return { headers, body, notes }
+  return { headers, body, notes, target }
 }
 
 /** Decodes a chunked body (bounded by its own length: each chunk moves forward). */

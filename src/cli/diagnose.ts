@@ -21,6 +21,8 @@ export interface DiagnoseOptions {
   allowV1?: boolean
   /** The time to check against, in Unix seconds. @default now */
   nowSeconds?: number
+  /** The path the request was sent to (a raw capture's request line): on a receiver of many endpoints, it names the endpoint. */
+  target?: string
 }
 
 export interface Check {
@@ -166,10 +168,10 @@ export async function diagnose(headers: CapturedHeaders, body: Uint8Array, optio
           fix: 'forward svc-webhook-id and svc-webhook-signature-v2 unchanged. The secret and the body are right.',
         })
       } else {
-        findings.push(await explainMismatch(body, secret, 'v2', match))
+        findings.push(await explainMismatch(body, secret, 'v2', match, options.target))
       }
     } else if (!hasV2 && hasV1 && !v1) {
-      findings.push(await explainMismatch(body, secret, 'v1', match))
+      findings.push(await explainMismatch(body, secret, 'v1', match, options.target))
     }
   }
 
@@ -201,6 +203,7 @@ async function explainMismatch(
   secret: string,
   version: 'v2' | 'v1',
   match: (s: string, b: Uint8Array, v: 'v2' | 'v1') => Promise<boolean>,
+  target?: string,
 ): Promise<Finding> {
   const secrets: { secret: string; cause?: Finding }[] = [{ secret }]
   if (!secret.startsWith(SECRET_PREFIX)) {
@@ -244,7 +247,9 @@ async function explainMismatch(
   return {
     cause: 'wrong secret',
     why: 'no signature matches this secret, nor any re-serialization of the body with it, nor the secret with its prefix added or removed.',
-    fix: `use ${SAME_SECRET}. Check you are not using another endpoint's or environment's secret.`,
+    fix:
+      `use ${SAME_SECRET}. Check you are not using another endpoint's or environment's secret` +
+      (target === undefined ? '.' : ` (it was sent to ${target}: on a receiver of many endpoints, one secret per tenant, use the secret of the endpoint that path names).`),
   }
 }
 

@@ -3,7 +3,9 @@
  * rules (spec/service-api.md §6.3). Each check sends signed or deliberately bad deliveries; an
  * answer passes when the sender reads its status as it reads the status svc-webhooks answers
  * with (the answers table, src/answers.ts). Prints a pass/fail table with a fix for each failure,
- * named from the answer's code when it carries one. With `--runs-url` it also counts handler runs.
+ * named from the answer's code when it carries one. With `--runs-url` it also counts handler runs;
+ * with `--other-secret` (a receiver of many endpoints, `<url>` one tenant's) it also checks that
+ * a delivery signed with another tenant's secret is refused at this tenant's URL.
  */
 import { randomUUID } from 'node:crypto'
 import { ANSWERS, type AnswerName } from '../answers.js'
@@ -11,7 +13,7 @@ import { sampleEvent, serializeEvent, signWebhook, type SignedWebhook, type Sign
 import { defineCommand, EXIT, httpUrl, integer, UsageError, type Io } from './command.js'
 import { answerCode, FIXES, RAW_BYTES, type RefusalCode } from './fixes.js'
 import { noAnswer, post, readingOf, SENDER_TIMEOUT_MS, type Answer, type Reading } from './http.js'
-import { SECRET_FLAGS, signingSecret } from './secret.js'
+import { OTHER_SECRET_FLAGS, otherSigningSecret, SECRET_FLAGS, signingSecret } from './secret.js'
 
 type Row = { check: string; expected: string; got: string; ok: boolean; fix?: string }
 
@@ -35,15 +37,62 @@ const CONCURRENT = expected('processed', 'in_flight', 'duplicate')
 const nowSeconds = () => Math.floor(Date.now() / 1000)
 const WINDOW = 'refuse timestamps more than 300 s away'
 
+/** The check of `--other-secret`, by name. */
+const OTHER_TENANT = "another tenant's secret"
+
 /** Deliveries that must be refused permanently, each with the answers table row that refuses it. */
-const REFUSALS: { check: string; code: RefusalCode; why: string; sign: () => Partial<SignWebhookOptions>; tamper?: true }[] = [
+interface Refusal {
+  check: string
+  code: RefusalCode
+  /** What accepting it means. */
+  why: string
+  sign: (doctor: Doctor) => Partial<SignWebhookOptions>
+  tamper?: true
+  /** Not sent in this run. */
+  skip?: (doctor: Doctor) => boolean
+  /** The fix when it was accepted. @default verify before anything else and answer 401 */
+  whenAccepted?: string
+}
+
+const REFUSALS: Refusal[] = [
   { check: 'tampered body', code: 'invalid_signature', why: 'it does not check the signature against the body it received', sign: () => ({}), tamper: true },
   { check: 'wrong secret', code: 'invalid_signature', why: 'it does not verify the signature with the endpoint secret', sign: () => ({ secret: `svc_whsec_${randomUUID().replace(/-/g, '')}` }) },
+  {
+    check: OTHER_TENANT,
+    code: 'invalid_signature',
+    why: "it accepts a signature made with another tenant's secret, so one tenant can post events as another",
+    sign: (doctor) => ({ secret: doctor.otherSecret }),
+    skip: (doctor) => doctor.otherSecret === undefined,
+    whenAccepted:
+      "Look the secret up from this request's own endpoint (the tenant in its path or host) and verify with that endpoint's secrets only, " +
+      "never every tenant's (secret: async (req) => secretsOf(req.params.tenant), endpoint: (req) => req.params.tenant). " +
+      "If --other-secret is one of this endpoint's own secrets (a rotation), pass another tenant's.",
+  },
   { check: 'stale timestamp (3600 s old)', code: 'timestamp_too_old', why: `it ignores the signed timestamp, so a captured delivery can be replayed forever; ${WINDOW}`, sign: () => ({ timestamp: nowSeconds() - 3600 }) },
   { check: 'future timestamp (3600 s ahead)', code: 'timestamp_in_future', why: `it checks the timestamp in one direction only; ${WINDOW} either way`, sign: () => ({ timestamp: nowSeconds() + 3600 }) },
-  { check: 'v1-only signature', code: 'v1_not_allowed', why: 'it accepts the legacy v1 signature, which does not cover the delivery id (rerun with --allow-v1 if you opted in for a legacy sender)', sign: () => ({ schemes: ['v1'] }) },
+  {
+    check: 'v1-only signature',
+    code: 'v1_not_allowed',
+    why: 'it accepts the legacy v1 signature, which does not cover the delivery id (rerun with --allow-v1 if you opted in for a legacy sender)',
+    sign: () => ({ schemes: ['v1'] }),
+    skip: (doctor) => doctor.allowV1,
+  },
   { check: 'no signature', code: 'missing_signature', why: 'it accepts unsigned requests: anyone who knows the URL can post events', sign: () => ({ schemes: [] }) },
 ]
+
+/**
+ * Answers to the valid delivery that every other delivery would get too, before its signature is
+ * even checked: the run stops there, with what to look at.
+ */
+const STOPS: Partial<Record<RefusalCode, (status: number) => string>> = {
+  body_already_parsed: (status) => `the receiver answers every delivery ${status} body_already_parsed, so the other checks would all fail the same way.`,
+  unknown_endpoint: (status) =>
+    `the receiver has no secret for this URL (${status} unknown_endpoint), so the other checks would all fail the same way: ` +
+    'check the endpoint (tenant) the URL names, and that the receiver has it registered with the secret this run signs with.',
+  secret_lookup_failed: (status) =>
+    `the receiver's secret lookup failed (${status} secret_lookup_failed), so the other checks would all fail the same way: ` +
+    "see the receiver's log (its secrets store or vault did not answer), then run doctor again.",
+}
 
 /** The checks as `--help` lists them. */
 const CHECK_LIST: [string, Expected, string][] = [
@@ -51,6 +100,7 @@ const CHECK_LIST: [string, Expected, string][] = [
   ['resend (same id, new timestamp)', DUPLICATE, 'handler not run again'],
   ['body with \\u escapes (raw bytes)', ACCEPTED, 'fails when the body is re-serialized before verifying'],
   ['tampered body, wrong secret, stale or future timestamp, v1-only, unsigned', expected(...REFUSALS.map((r) => r.code)), '2xx accepts a forgery, 429/5xx is retried'],
+  [`${OTHER_TENANT} (--other-secret)`, expected('invalid_signature'), '2xx lets one tenant post as another'],
   ['concurrent duplicates', CONCURRENT, 'never a permanent 4xx; one run'],
   ['unknown event type', IGNORED, 'the catalog grows'],
 ]
@@ -58,6 +108,8 @@ const CHECK_LIST: [string, Expected, string][] = [
 /** What the checks share. */
 interface Doctor {
   allowV1: boolean
+  /** Another tenant's secret (`--other-secret`): a delivery signed with it must be refused here. */
+  otherSecret: string | undefined
   concurrency: number
   runsUrl: URL | undefined
   sign: (options?: Partial<SignWebhookOptions>) => Promise<SignedWebhook>
@@ -91,7 +143,9 @@ export const doctor = defineCommand(
     positionals: ['<url>'],
     description: `Checks a live receiver against the service's delivery rules and prints a pass/fail table with a
 fix for each failure. Point it at your own receiver (a local or staging one: it runs your
-handler on sample events). Exits 1 on any failure, so it can gate CI.
+handler on sample events). Exits 1 on any failure, so it can gate CI. For a receiver of many
+endpoints (one secret per tenant), point it at one tenant's URL with that tenant's secret, and
+give another tenant's secret with --other-secret-env (or -file): it must be refused there.
 
 ${CHECK_LIST.map(([what, { text }, note]) => `  ${what.length > 34 ? `${what}\n${' '.repeat(38)}` : what.padEnd(36)}-> ${text} (${note})`).join('\n')}`,
     flags: {
@@ -100,8 +154,12 @@ ${CHECK_LIST.map(([what, { text }, note]) => `  ${what.length > 34 ? `${what}\n$
       concurrency: { type: 'string', value: 'N', help: 'copies sent at once in the concurrency check (default 5, at most 20)' },
       timeout: { type: 'string', value: 'MS', help: "per request (default 10000, the service's limit)" },
       ...SECRET_FLAGS,
+      ...OTHER_SECRET_FLAGS,
     },
-    examples: ['npx svc-webhooks doctor http://127.0.0.1:3000/webhooks/svc --runs-url http://127.0.0.1:3000/runs'],
+    examples: [
+      'npx svc-webhooks doctor http://127.0.0.1:3000/webhooks/svc --runs-url http://127.0.0.1:3000/runs',
+      'npx svc-webhooks doctor https://staging.example.com/tenants/acme/webhooks --secret-env ACME_SECRET --other-secret-env GLOBEX_SECRET',
+    ],
     exitCodes: '0 every check passed, 1 a check failed, 2 usage error.',
   },
   async ({ values, positionals }, io) => {
@@ -109,9 +167,14 @@ ${CHECK_LIST.map(([what, { text }, note]) => `  ${what.length > 34 ? `${what}\n$
     const runsUrl = values['runs-url'] === undefined ? undefined : httpUrl(values['runs-url'], '--runs-url')
     const timeoutMs = integer(values.timeout, '--timeout', SENDER_TIMEOUT_MS)
     const secret = signingSecret(values, io)
+    const other = otherSigningSecret(values, io)
+    if (other?.secret === secret) {
+      throw new UsageError(`the secret from ${other.source} (--other-secret) is this endpoint's own secret: give the secret of another endpoint (tenant) of the same receiver.`)
+    }
     const answers: Answer[] = []
     const doctor: Doctor = {
       allowV1: values['allow-v1'] ?? false,
+      otherSecret: other?.secret,
       concurrency: Math.min(integer(values.concurrency, '--concurrency', 5, { min: 2 }), 20),
       runsUrl,
       sign: (options = {}) => signWebhook({ secret, event: sampleEvent('message.received'), ...options }),
@@ -128,15 +191,16 @@ ${CHECK_LIST.map(([what, { text }, note]) => `  ${what.length > 34 ? `${what}\n$
       if (typeof runs === 'string') throw new UsageError(`--runs-url ${runsUrl.href}: ${runs}. Fix the URL, or leave out --runs-url to check statuses only.`)
     }
 
-    io.out(`svc-webhooks doctor ${url.href}\n${runsUrl ? `runs from ${runsUrl.href}` : 'no --runs-url: run counts are not checked'}\n\n`)
+    const otherLine = other ? `\n${OTHER_TENANT} from ${other.source}: must be refused at this URL` : ''
+    io.out(`svc-webhooks doctor ${url.href}\n${runsUrl ? `runs from ${runsUrl.href}` : 'no --runs-url: run counts are not checked'}${otherLine}\n\n`)
     const signed = await doctor.sign()
     const valid = { signed, answer: await doctor.deliver(signed) }
     const validRow = acceptedRow('valid delivery', valid.answer, ACCEPTED, 'a correctly signed delivery was not accepted')
     if (valid.answer.error !== undefined) return finish(io, [validRow], `stopped: ${url.href} did not answer (${valid.answer.error.code}).`)
-    // A body parsed before the middleware fails every request before its signature is read: each row would say it again.
-    if (answerCode(valid.answer.body) === 'body_already_parsed') {
-      return finish(io, [validRow], `stopped: the receiver answers every delivery ${valid.answer.status} body_already_parsed, so the other checks would all fail the same way.`)
-    }
+    // A body parsed before the middleware, or no secret for this URL, fails every request before its signature is read: each row would say it again.
+    const code = answerCode(valid.answer.body)
+    const stop = code === undefined || meets(valid.answer, ACCEPTED) ? undefined : STOPS[code]
+    if (stop !== undefined) return finish(io, [validRow], `stopped: ${stop(valid.answer.status)}`)
 
     const judges = []
     for (const check of [handlerFinishedFirst, resend, rawBytes, v1WhenAllowed, unknownEventType, refusals, concurrentDuplicates]) judges.push(await check(doctor, valid))
@@ -213,21 +277,21 @@ const unknownEventType: Check = async (doctor) => {
 
 /** Deliveries that must be refused permanently, without running the handler. */
 const refusals: Check = async (doctor) => {
-  const sent: [(typeof REFUSALS)[number], SignedWebhook, Answer][] = []
+  const sent: [Refusal, SignedWebhook, Answer][] = []
   for (const refusal of REFUSALS) {
-    if (refusal.code === 'v1_not_allowed' && doctor.allowV1) continue
-    const signed = await doctor.sign(refusal.sign())
+    if (refusal.skip?.(doctor)) continue
+    const signed = await doctor.sign(refusal.sign(doctor))
     sent.push([refusal, signed, await doctor.deliver(signed, refusal.tamper ? signed.body.replace('"text":"', '"text":"tampered ') : undefined)])
   }
   return (runsOf) =>
-    sent.map(([{ check, code, why }, signed, answer]) => {
+    sent.map(([{ check, code, why, whenAccepted }, signed, answer]) => {
       const runs = runsOf(signed.id)
       const expectation = expected(code)
       const reading = answer.error === undefined ? readingOf(answer.status) : undefined
       const answered = `answered ${answer.status}${answerCode(answer.body) === undefined ? '' : ` ${answerCode(answer.body)}`}`
       let fix: string | undefined
       if (answer.error !== undefined) fix = `${answer.error.meaning} Refuse bad deliveries quickly, with 401.`
-      else if (reading === 'delivered') fix = `accepted a delivery it must refuse: ${why}. Verify with verifyWebhook (or the svc-webhooks middleware) before anything else and answer 401.`
+      else if (reading === 'delivered') fix = `accepted a delivery it must refuse: ${why}. ${whenAccepted ?? 'Verify with verifyWebhook (or the svc-webhooks middleware) before anything else and answer 401.'}`
       else if (reading === 'retried') fix = `${answered}, which the service retries: a bad delivery would come back again and again and count toward disabling the endpoint. Answer 401 (400 for malformed headers).`
       else if (!meets(answer, expectation)) fix = `${answered}; answer 401.`
       else if (runs !== undefined && runs > 0) fix = `${answered} but the handler ran: verify before running the handler.`

@@ -60,7 +60,9 @@ export const FIXES: { readonly [C in RefusalCode]: Fix } = {
   },
   invalid_signature: {
     cause: "no signature matched the receiver's secret over the bytes it verified",
-    fix: `both sides must use ${SAME_SECRET}. If they do, the receiver is verifying a re-serialized body instead; ${RAW_BYTES}. "npx svc-webhooks verify" on a captured request tells which.`,
+    fix:
+      `both sides must use ${SAME_SECRET}. On a receiver of many endpoints (one secret per tenant), that is the secret of the endpoint the URL names. ` +
+      `If they do, the receiver is verifying a re-serialized body instead; ${RAW_BYTES}. "npx svc-webhooks verify" on a captured request tells which.`,
   },
   invalid_json: { cause: 'the signature is valid but the body is not a UTF-8 JSON object with a string "event"', fix: 'the service always sends a JSON event: check nothing on the way changes the body.' },
   body_timeout: {

@@ -37,9 +37,10 @@ whitespace in the secret, missing headers.`,
     let headers: CapturedHeaders
     let body: Uint8Array
     let notes: string[] = []
+    let target: string | undefined
     if (values.request !== undefined) {
       if (values.headers !== undefined || values.body !== undefined) throw new UsageError('give either --request, or --headers and --body.')
-      ;({ headers, body, notes } = parseRawRequest(readBytes(values.request, '--request')))
+      ;({ headers, body, notes, target } = parseRawRequest(readBytes(values.request, '--request')))
     } else {
       if (values.headers === undefined || values.body === undefined) {
         throw new UsageError('give the captured request: --headers FILE and --body FILE, or --request FILE.')
@@ -51,6 +52,7 @@ whitespace in the secret, missing headers.`,
     const result = await diagnose(headers, body, {
       secret,
       secretSource: source,
+      target,
       toleranceSeconds: integer(values.tolerance, '--tolerance', 300),
       allowV1: values['allow-v1'] ?? false,
       nowSeconds: values.now === undefined ? undefined : integer(values.now, '--now', 0, { min: 0 }),

@@ -1,11 +1,12 @@
 /**
  * `svc-webhooks/cloudflare` inside real workerd (Miniflare): the case table over HTTP against the
- * wrapper with the Durable Object store, then what only a Worker has: the secret binding (missing,
- * rotated), the store's atomicity and lease, and a bundle free of node:crypto.
+ * wrapper with the Durable Object store (the tenant rows with each tenant's secrets read from an
+ * `env` binding), then what only a Worker has: the secret binding (missing, rotated), the store's
+ * atomicity and lease, and a bundle free of node:crypto.
  */
 import { afterAll, describe, expect, it } from 'vitest'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
-import { CASE_PATH, CASE_SECRET, describeCaseTable, httpTransport } from '../support/case-table.js'
+import { CASE_PATH, CASE_SECRET, describeCaseTable, httpTransport, TENANT_SECRETS } from '../support/case-table.js'
 import { bundleWorker, startWorkerd, type WorkerdServer } from '../support/workerd.js'
 
 let server: Promise<WorkerdServer> | undefined
@@ -16,7 +17,7 @@ function start(): Promise<WorkerdServer> {
     script = bundled
     return startWorkerd({
       script,
-      bindings: { SVC_WEBHOOK_SECRET: CASE_SECRET, OLD_SECRETS: 'svc_whsec_old-one, svc_whsec_old-two' },
+      bindings: { SVC_WEBHOOK_SECRET: CASE_SECRET, OLD_SECRETS: 'svc_whsec_old-one, svc_whsec_old-two', TENANT_SECRETS: JSON.stringify(TENANT_SECRETS) },
       durableObjects: { WEBHOOK_IDEMPOTENCY: 'WebhookIdempotencyObject' }, // KV-backed here; the example below uses SQLite
     })
   })

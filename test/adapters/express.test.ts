@@ -4,13 +4,13 @@
  */
 import express from 'express'
 import express4 from 'express4'
-import type { ErrorRequestHandler } from 'express'
+import type { ErrorRequestHandler, Request } from 'express'
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest'
 import { webhooks } from 'svc-webhooks/express'
 import type { VerifiedDelivery, WebhookErrorCode } from 'svc-webhooks'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
 import { describeCaseTable, httpTransport } from '../support/case-table.js'
-import { CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, createCaseApp, RUNS_PATH } from '../support/case-app.js'
+import { CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, createCaseApp, RUNS_PATH, TENANT_ROUTE } from '../support/case-app.js'
 import { listen, postChunked, type RunningServer } from '../support/servers.js'
 
 const versions = [
@@ -22,6 +22,10 @@ function caseServer(e: typeof express) {
   const cases = createCaseApp()
   const app = e()
   app.all(CASE_PATH, webhooks(cases.options))
+  // Many endpoints, one receiver: the tenant from Express's own route params (a named one is a
+  // string; Express 5 types a param as string | string[] for wildcards).
+  const tenantOf = (req: Request) => (typeof req.params.tenant === 'string' ? req.params.tenant : undefined)
+  app.all(TENANT_ROUTE, webhooks(cases.tenantOptions(tenantOf)))
   app.get(RUNS_PATH, (_req, res) => {
     res.type('json').send(cases.runsJson())
   })

@@ -3,12 +3,12 @@
  * parser staying inside its context (other routes keep JSON parsing), and oversize bodies refused
  * by Fastify's own bodyLimit answered like the core.
  */
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import webhooksDefault, { webhooksPlugin } from 'svc-webhooks/fastify'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
 import { describeCaseTable, httpTransport } from '../support/case-table.js'
-import { CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, createCaseApp, RUNS_PATH } from '../support/case-app.js'
+import { CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, createCaseApp, RUNS_PATH, TENANT_ROUTE } from '../support/case-app.js'
 import { postChunked } from '../support/servers.js'
 
 async function start(app: FastifyInstance) {
@@ -20,6 +20,8 @@ function caseApp() {
   const cases = createCaseApp()
   const app = Fastify()
   app.register(webhooksPlugin, { path: CASE_PATH, ...cases.options })
+  // Many endpoints, one receiver: the tenant from Fastify's own route params.
+  app.register(webhooksPlugin, { path: TENANT_ROUTE, ...cases.tenantOptions((request: FastifyRequest) => (request.params as { tenant?: string }).tenant) })
   app.get(RUNS_PATH, async (_request, reply) => reply.type('application/json').send(cases.runsJson()))
   app.post('/json', async (request) => ({ parsed: request.body }))
   return { cases, app }

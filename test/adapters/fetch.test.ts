@@ -12,7 +12,7 @@ import { isWebhookVerificationError } from 'svc-webhooks'
 import { createFetchHandler, handleRequest, toResponse, verifyRequest } from 'svc-webhooks/fetch'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
 import { describeCaseTable, fetchTransport, httpTransport, type CaseTransport } from '../support/case-table.js'
-import { createCaseApp, CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, RUNS_PATH } from '../support/case-app.js'
+import { createCaseApp, CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, RUNS_PATH, tenantFromPath, type CaseApp } from '../support/case-app.js'
 
 const servers: ServerType[] = []
 
@@ -33,25 +33,33 @@ async function listen(fetch: (request: Request) => Response | Promise<Response>)
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 }
 
-/** The CASE_APP contract: the webhook route and the runs record. */
-async function startCaseApp(form: 'createFetchHandler' | 'handleRequest'): Promise<CaseTransport> {
-  const app = createCaseApp()
+/**
+ * The CASE_APP contract as one Fetch handler: the webhook route, the multi-tenant route (the
+ * tenant read from the request's URL path: a Fetch handler has no router) and the runs record.
+ */
+function caseFetchApp(app: CaseApp, form: 'createFetchHandler' | 'handleRequest'): (request: Request) => Promise<Response> {
   const options = app.options
+  const tenantOptions = app.tenantOptions((request: Request) => tenantFromPath(new URL(request.url).pathname))
   const webhook = form === 'createFetchHandler' ? createFetchHandler(options) : (request: Request) => handleRequest(request, options)
-  const url = await listen((request) => {
+  const tenants = form === 'createFetchHandler' ? createFetchHandler(tenantOptions) : (request: Request) => handleRequest(request, tenantOptions)
+  return async (request) => {
     const { pathname } = new URL(request.url)
     if (pathname === CASE_PATH) return webhook(request)
+    if (tenantFromPath(pathname) !== undefined) return tenants(request)
     if (pathname === RUNS_PATH) return new Response(app.runsJson(), { headers: { 'content-type': 'application/json' } })
     return new Response('not found', { status: 404 })
-  })
-  return httpTransport({ url })
+  }
+}
+
+async function startCaseApp(form: 'createFetchHandler' | 'handleRequest'): Promise<CaseTransport> {
+  return httpTransport({ url: await listen(caseFetchApp(createCaseApp(), form)) })
 }
 
 describeCaseTable('fetch: createFetchHandler on node:http (@hono/node-server)', () => startCaseApp('createFetchHandler'))
 describeCaseTable('fetch: handleRequest on node:http (@hono/node-server)', () => startCaseApp('handleRequest'))
 describeCaseTable('fetch: createFetchHandler, in process', async () => {
   const app = createCaseApp()
-  return fetchTransport(createFetchHandler(app.options), app)
+  return fetchTransport(caseFetchApp(app, 'createFetchHandler'), app)
 })
 
 describe('fetch: details of the Web-standard entry', () => {

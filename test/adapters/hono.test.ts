@@ -4,14 +4,14 @@
  * middleware, and an oversize body streamed without Content-Length.
  */
 import { getRequestListener } from '@hono/node-server'
-import { Hono } from 'hono'
+import { Hono, type Context } from 'hono'
 import { HTTPException } from 'hono/http-exception'
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest'
 import { isWebhookVerificationError, type VerifiedDelivery } from 'svc-webhooks'
 import { webhooks, type WebhookVariables } from 'svc-webhooks/hono'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
 import { describeCaseTable, httpTransport } from '../support/case-table.js'
-import { CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, createCaseApp, RUNS_PATH } from '../support/case-app.js'
+import { CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, createCaseApp, RUNS_PATH, TENANT_ROUTE } from '../support/case-app.js'
 import { listen, postChunked, type RunningServer } from '../support/servers.js'
 
 const serve = (app: Hono<any>) => listen(getRequestListener(app.fetch))
@@ -20,6 +20,8 @@ describeCaseTable('hono on @hono/node-server', async () => {
   const cases = createCaseApp()
   const app = new Hono()
   app.all(CASE_PATH, webhooks(cases.options))
+  // Many endpoints, one receiver: the tenant from Hono's own route params.
+  app.all(TENANT_ROUTE, webhooks(cases.tenantOptions((c: Context) => c.req.param('tenant'))))
   app.get(RUNS_PATH, (c) => c.body(cases.runsJson(), 200, { 'content-type': 'application/json' }))
   return httpTransport(await serve(app))
 })

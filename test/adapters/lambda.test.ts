@@ -16,7 +16,7 @@ import type {
 import { describe, expect, it } from 'vitest'
 import { webhooks, type LambdaWebhookEvent, type LambdaWebhookResult } from 'svc-webhooks/lambda'
 import { sampleEvent, signWebhook, type SignedWebhook } from 'svc-webhooks/testing'
-import { createCaseApp, CASE_MAX_BODY_BYTES, CASE_SECRET } from '../support/case-app.js'
+import { createCaseApp, CASE_MAX_BODY_BYTES, CASE_SECRET, tenantFromPath, type CaseApp } from '../support/case-app.js'
 import { describeCaseTable, lambdaTransport } from '../support/case-table.js'
 import { eventOf, LAMBDA_SOURCES, loadEvent, type LambdaSource } from '../support/lambda-events.js'
 
@@ -31,13 +31,32 @@ function message(text: string) {
 
 const json = (result: LambdaWebhookResult) => JSON.parse(result.body) as Record<string, unknown>
 
+/** The fields of an event that say where it was sent, as @types/aws-lambda has them (LambdaWebhookEvent has only what the adapter reads). */
+type Routed = Partial<Pick<APIGatewayProxyEvent, 'path' | 'pathParameters'> & Pick<APIGatewayProxyEventV2, 'rawPath'>>
+
+/**
+ * The tenant an event is for: the `{tenant}` path parameter of the API Gateway route (REST and
+ * HTTP APIs), or, for a function URL (no routes), the tenant in `rawPath`.
+ */
+function tenantOf(event: LambdaWebhookEvent): string | undefined {
+  const routed = event as LambdaWebhookEvent & Routed
+  return routed.pathParameters?.tenant ?? tenantFromPath(routed.rawPath ?? routed.path)
+}
+
+/** The case app as one function behind every route: the tenant routes to the multi-tenant handler. */
+function caseFunction(app: CaseApp): (event: LambdaWebhookEvent) => Promise<LambdaWebhookResult> {
+  const single = webhooks(app.options)
+  const tenants = webhooks(app.tenantOptions(tenantOf))
+  return (event) => (tenantOf(event) === undefined ? single(event) : tenants(event))
+}
+
 for (const source of LAMBDA_SOURCES) {
   for (const base64 of [false, true]) {
     const name = `lambda: ${source}${base64 ? ', base64 body' : ''}`
 
     describeCaseTable(name, async () => {
       const app = createCaseApp()
-      return lambdaTransport(webhooks(app.options), app, { source, base64 })
+      return lambdaTransport(caseFunction(app), app, { source, base64 })
     })
 
     describe(name, () => {

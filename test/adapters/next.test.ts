@@ -2,10 +2,11 @@
  * svc-webhooks/next in a real Next.js server: the case app in test/fixtures/next-app is built
  * once with `next build` (Turbopack, offline) and served by `next start` on 127.0.0.1; the shared
  * case table then runs against the App Router handler on the Node.js runtime, on the Edge
- * runtime, and against the Pages Router helper. The built package is copied into the app's
- * node_modules as `npm install` would lay it out, so the build resolves `svc-webhooks/next` and
- * its `#crypto` condition exactly as in a user's app. examples/next is built and run the same
- * way, as its README says.
+ * runtime, and against the Pages Router helper, each also on its multi-tenant route (the tenant
+ * read from the URL path in the same catch-all route file). The built package is copied into the
+ * app's node_modules as `npm install` would lay it out, so the build resolves `svc-webhooks/next`
+ * and its `#crypto` condition exactly as in a user's app. examples/next is built and run the
+ * same way, as its README says.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { cp, mkdir, readFile, readdir, rm } from 'node:fs/promises'
@@ -13,7 +14,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
-import { CASE_SECRET, describeCaseTable, httpTransport } from '../support/case-table.js'
+import { CASE_SECRET, describeCaseTable, httpTransport, tenantPath } from '../support/case-table.js'
 import { freePort } from '../support/free-port.mjs'
 
 const repo = fileURLToPath(new URL('../..', import.meta.url))
@@ -94,7 +95,8 @@ describe('next: the case app (test/fixtures/next-app)', () => {
     await (await started?.catch(() => undefined))?.stop()
   })
 
-  const routes = (base: string) => async () => httpTransport({ url: (await fixture()).url, path: `${base}/webhooks/svc`, runsPath: `${base}/runs` })
+  const routes = (base: string) => async () =>
+    httpTransport({ url: (await fixture()).url, path: `${base}/webhooks/svc`, runsPath: `${base}/runs`, tenantPath: (tenant) => `${base}${tenantPath(tenant)}` })
   describeCaseTable('next app router, nodejs runtime', routes('/node'))
   describeCaseTable('next app router, edge runtime', routes('/edge'))
   describeCaseTable('next pages router (bodyParser: false)', routes('/api/pages'))

@@ -3,7 +3,9 @@
  * Node, Bun and Deno each serve with their own server (serve.mjs). It imports the built package
  * by name, as users do, and serves two case apps (test/support/case-app.ts, CASE_APP):
  *   /fetch/webhooks/svc, /fetch/runs  createFetchHandler from 'svc-webhooks/fetch'
+ *   /fetch/tenants/:tenant/webhooks   the same, many endpoints on one receiver (tenant from the URL path)
  *   /hono/webhooks/svc,  /hono/runs   webhooks() from 'svc-webhooks/hono' in a Hono app
+ *   /hono/tenants/:tenant/webhooks    the same, many endpoints on one receiver (tenant from c.req.param)
  * plus POST /vectors (runs the posted known-answer vectors through verifyWebhook here, in this
  * runtime) and GET /info (runtime, version, and the crypto the `#crypto` import condition chose).
  */
@@ -48,21 +50,24 @@ async function runVectors(vectors) {
 const json = (value, status = 200) => new Response(JSON.stringify(value), { status, headers: { 'content-type': 'application/json' } })
 
 /**
- * @param {() => import('../support/case-app.ts').CaseApp} createCaseApp
+ * @param {typeof import('../support/case-app.ts')} caseApp the bundled case app module
  * @returns {(request: Request) => Promise<Response>}
  */
-export function createRuntimeApp(createCaseApp) {
+export function createRuntimeApp({ createCaseApp, tenantFromPath, TENANT_ROUTE }) {
   const fetchCase = createCaseApp()
   const fetchHandler = createFetchHandler(fetchCase.options)
+  const fetchTenants = createFetchHandler(fetchCase.tenantOptions((request) => tenantFromPath(new URL(request.url).pathname)))
 
   const honoCase = createCaseApp()
   const hono = new Hono()
   hono.all('/hono/webhooks/svc', webhooks(honoCase.options))
+  hono.all(`/hono${TENANT_ROUTE}`, webhooks(honoCase.tenantOptions((c) => c.req.param('tenant'))))
   hono.get('/hono/runs', (c) => c.body(honoCase.runsJson(), 200, { 'content-type': 'application/json' }))
 
   return async (request) => {
     const { pathname } = new URL(request.url)
     if (pathname === '/fetch/webhooks/svc') return fetchHandler(request)
+    if (pathname.startsWith('/fetch/') && tenantFromPath(pathname) !== undefined) return fetchTenants(request)
     if (pathname === '/fetch/runs') return json(fetchCase.record())
     if (pathname.startsWith('/hono/')) return hono.fetch(request)
     if (pathname === '/vectors' && request.method === 'POST') return json(await runVectors((await request.json()).vectors))

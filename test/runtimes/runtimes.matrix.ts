@@ -12,12 +12,18 @@ import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { build } from 'esbuild'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { describeCaseTable, httpTransport } from '../support/case-table.js'
+import { describeCaseTable, httpTransport, tenantPath } from '../support/case-table.js'
 
 const root = resolve(import.meta.dirname, '../..')
 const work = mkdtempSync(join(tmpdir(), 'svc-webhooks-runtimes-'))
 const caseAppFile = join(work, 'case-app.mjs')
 const serveFile = join(root, 'test/runtimes/serve.mjs')
+// Bun applies the cwd's tsconfig.json `paths` at runtime: the repository's map `svc-webhooks` to
+// src/ and `#crypto` to the type-only src/crypto/contract.ts, for the type checker. Bun must load
+// the built package as users install it, so it gets a tsconfig without them.
+const bunTsconfig = join(work, 'tsconfig.json')
+writeFileSync(bunTsconfig, '{}\n')
+const bunFlags = [`--tsconfig-override=${bunTsconfig}`]
 
 interface Runtime {
   name: string
@@ -35,7 +41,7 @@ const RUNTIMES: Runtime[] = [
   ...(host === 'node 22' || host === 'node 24' ? [] : [{ name: host, kind: 'node' as const, binary: process.execPath, args: [serveFile] }]),
   { name: 'node 22', kind: 'node', binary: join(root, 'scripts/runtime-binaries/node_modules/node22/bin/node'), args: [serveFile] },
   { name: 'node 24', kind: 'node', binary: join(root, 'scripts/runtime-binaries/node_modules/node24/bin/node'), args: [serveFile] },
-  { name: 'bun', kind: 'bun', binary: join(root, 'scripts/runtime-binaries/node_modules/@oven/bun-linux-x64/bin/bun'), args: [serveFile] },
+  { name: 'bun', kind: 'bun', binary: join(root, 'scripts/runtime-binaries/node_modules/@oven/bun-linux-x64/bin/bun'), args: [...bunFlags, serveFile] },
   {
     name: 'deno',
     kind: 'deno',
@@ -64,7 +70,7 @@ const children: ChildProcess[] = []
 
 beforeAll(async () => {
   // case-app.ts is TypeScript importing './case-table-constants.js': bundled to one plain module
-  // (its only other import is a type) that every runtime can load.
+  // (its only other import is a type) that every runtime can load; app.mjs takes the whole module.
   await build({ entryPoints: [join(root, 'test/support/case-app.ts')], bundle: true, format: 'esm', platform: 'neutral', outfile: caseAppFile, logLevel: 'warning' })
 })
 
@@ -155,12 +161,15 @@ for (const runtime of RUNTIMES) {
       })
     })
 
-    describeCaseTable(`${runtime.name} / fetch`, async () => httpTransport({ url: await url(), path: '/fetch/webhooks/svc', runsPath: '/fetch/runs' }))
+    describeCaseTable(`${runtime.name} / fetch`, async () =>
+      httpTransport({ url: await url(), path: '/fetch/webhooks/svc', runsPath: '/fetch/runs', tenantPath: (tenant) => `/fetch${tenantPath(tenant)}` }),
+    )
     describeCaseTable(`${runtime.name} / hono`, async () =>
       httpTransport({
         url: await url(),
         path: '/hono/webhooks/svc',
         runsPath: '/hono/runs',
+        tenantPath: (tenant) => `/hono${tenantPath(tenant)}`,
         close: async () => stop((await start()).child),
       }),
     )
@@ -207,7 +216,7 @@ describe('examples', () => {
 
   const bun = RUNTIMES.find((r) => r.kind === 'bun')!.binary
   needs(bun)('examples/bun/server.ts answers a signed delivery 200', async () => {
-    const { url, child } = await startExample(bun, ['examples/bun/server.ts'])
+    const { url, child } = await startExample(bun, [...bunFlags, 'examples/bun/server.ts'])
     expect(await send(url)).toEqual({ status: 200, body: { ok: true } })
     child.kill()
   }, 60_000)

@@ -7,8 +7,7 @@
 import { createRuntimeApp } from './app.mjs'
 
 const args = globalThis.Deno ? globalThis.Deno.args : globalThis.process.argv.slice(2)
-const { createCaseApp } = await import(args[0])
-const fetch = createRuntimeApp(createCaseApp)
+const fetch = createRuntimeApp(await import(args[0]))
 const ready = (port) => console.log(JSON.stringify({ url: `http://127.0.0.1:${port}` }))
 
 if (globalThis.Bun) {

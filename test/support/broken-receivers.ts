@@ -2,7 +2,9 @@
  * Receivers for the CLI tests, real node:http servers on 127.0.0.1: a correct one built on the
  * installed package, and deliberately broken ones, each with the bug a real integration has
  * (the doctor must catch every one). Each exposes GET /runs -> {"runs": {"<id>": finished runs}};
- * any other path is a 404 HTML page, as Express answers it.
+ * any other path is a 404 HTML page, as Express answers it. Multi-tenant receivers (one receiver,
+ * many endpoints: `startTenantReceiver`) serve /tenants/:tenant/webhooks, a correct one and one
+ * that accepts any tenant's signature at every tenant's URL.
  * Also `runCli`: the built bin as a child process, as users run it.
  */
 import { execFile } from 'node:child_process'
@@ -12,6 +14,7 @@ import { resolve } from 'node:path'
 import express, { type ErrorRequestHandler } from 'express'
 import { createWebhookReceiver, MemoryStore, verifyWebhook, type WebhookHandlers } from 'svc-webhooks'
 import { webhooks } from 'svc-webhooks/express'
+import { createNodeHandler } from 'svc-webhooks/node'
 
 export const SECRET = 'svc_whsec_Y2xpLXRlc3RzLXNlY3JldC1kby1ub3QtdXNl'
 
@@ -154,6 +157,59 @@ async function startParsesJsonFirst(): Promise<Receiver> {
   }
   app.use(answerWithCode)
   return listen(createServer(app))
+}
+
+/** The tenants of the multi-tenant receivers: acme has one secret, globex two (a rotation). */
+export const TENANTS = {
+  acme: 'svc_whsec_YWNtZS1jbGktdGVuYW50LXNlY3JldC1kby1ub3QtdXNl',
+  globex: ['svc_whsec_Z2xvYmV4LWNsaS1uZXctc2VjcmV0LWRvLW5vdC11c2U', 'svc_whsec_Z2xvYmV4LWNsaS1vbGQtc2VjcmV0LWRvLW5vdC11c2U'],
+} as const
+
+export type TenantReceiverKind =
+  /** `secret` and `endpoint` functions of the request's tenant (its path): each tenant's own secrets only. */
+  | 'multi-tenant'
+  /** The bug: the lookup returns every tenant's secrets, so any tenant's signature passes at any tenant's URL. */
+  | 'accepts-other-tenants'
+
+export interface TenantReceiver {
+  /** The webhook URL of `tenant`: /tenants/<tenant>/webhooks (the tenant 'broken' has a lookup that throws). */
+  url: (tenant: string) => string
+  runsUrl: string
+  close: () => Promise<void>
+}
+
+/**
+ * Starts a receiver of many endpoints on 127.0.0.1 with svc-webhooks/node: the tenant is read
+ * from the path, the tenant 'broken' has a secrets store that is down, any other unknown tenant has
+ * no secret (404 unknown_endpoint).
+ *
+ * @example
+ * const receiver = await startTenantReceiver('multi-tenant')
+ * await runCli(['doctor', receiver.url('acme'), '--other-secret-env', 'GLOBEX'], { env: { SVC_WEBHOOK_SECRET: TENANTS.acme, GLOBEX: TENANTS.globex[0] } })
+ */
+export async function startTenantReceiver(kind: TenantReceiverKind): Promise<TenantReceiver> {
+  const runs: Record<string, number> = {}
+  const tenantOf = (req: IncomingMessage) => /^\/tenants\/([^/?]+)\/webhooks(?:\?|$)/.exec(req.url ?? '')?.[1]
+  const secrets = new Map<string, string | readonly string[]>(Object.entries(TENANTS))
+  const handle = createNodeHandler({
+    secret: async (req) => {
+      const tenant = tenantOf(req)
+      await Promise.resolve() // a secrets store is an await away
+      if (tenant === 'broken') throw new Error('the secrets store is unreachable')
+      if (tenant === undefined || !secrets.has(tenant)) return undefined
+      return kind === 'accepts-other-tenants' ? [...secrets.values()].flat() : secrets.get(tenant)
+    },
+    endpoint: (req) => tenantOf(req) ?? '',
+    on: { 'message.received': (_event, delivery) => void (runs[delivery.id] = (runs[delivery.id] ?? 0) + 1) },
+  })
+  const server = createServer((req, res) => {
+    if (req.method === 'GET' && req.url === '/runs') return send(res, 200, { runs })
+    if (tenantOf(req) !== undefined) return void handle(req, res)
+    res.writeHead(404, { 'content-type': 'text/html; charset=utf-8' }).end(`<!DOCTYPE html>\n<html lang="en">\n<body>\n<pre>Cannot ${req.method} ${req.url}</pre>\n</body>\n</html>\n`)
+  })
+  const { url, runsUrl, close } = await listen(server)
+  const base = url.slice(0, -'/webhooks/svc'.length)
+  return { url: (tenant) => `${base}/tenants/${tenant}/webhooks`, runsUrl, close }
 }
 
 async function listen(server: Server): Promise<Receiver> {

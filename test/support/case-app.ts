@@ -11,18 +11,45 @@
  *     - if event.message.text === 'slow': waits 300 ms before finishing;
  *     - if event.message.text === 'fail-once' and this is the first attempt for this id: throws;
  *     - otherwise records a successful run for delivery.id.
- * - GET RUNS_PATH: `runsJson()`, i.e. { runs: { [id]: successfulRuns }, attempts: { [id]: attempts } }.
- *   In-process transports read `record()` instead.
+ * - POST TENANT_ROUTE (`/tenants/:tenant/webhooks`, many endpoints, one receiver): the adapter
+ *   with `tenantOptions(tenantOf)`, `tenantOf` reading the tenant from the entry's own request the
+ *   way that framework does (its route params, or the URL path where there is no router). The
+ *   same handlers; `secret` is an async lookup of TENANT_SECRETS (globex holds a rotation list,
+ *   an unknown tenant has none, BROKEN_TENANT's lookup rejects), `endpoint` is the tenant, and
+ *   each processed delivery is recorded under its endpoint too.
+ * - GET RUNS_PATH: `runsJson()`, i.e. { runs: { [id]: successfulRuns }, attempts: { [id]: attempts },
+ *   endpoints: { [endpoint]: { [id]: successfulRuns } } }. In-process transports read `record()` instead.
  */
-import type { WebhookHandlers } from 'svc-webhooks'
-import { CASE_MAX_BODY_BYTES, CASE_SECRET } from './case-table-constants.js'
+import type { EndpointLookup, SecretLookup, Secrets, WebhookHandlers, WebhookResult } from 'svc-webhooks'
+import { BROKEN_TENANT, CASE_MAX_BODY_BYTES, CASE_SECRET, TENANT_SECRETS } from './case-table-constants.js'
 
-export { CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, RUNS_PATH } from './case-table-constants.js'
+export {
+  BROKEN_TENANT,
+  CASE_MAX_BODY_BYTES,
+  CASE_PATH,
+  CASE_SECRET,
+  RUNS_PATH,
+  TENANT_ROUTE,
+  TENANT_SECRETS,
+  tenantFromPath,
+  tenantPath,
+} from './case-table-constants.js'
 
-/** The handler's record: successful runs and attempts, by delivery id. */
+/** The handler's record: successful runs and attempts, by delivery id; on the tenant route also by endpoint. */
 export interface RunsRecord {
   runs: Record<string, number>
   attempts: Record<string, number>
+  /** Successful runs on the multi-tenant route, by endpoint (tenant) and delivery id. */
+  endpoints: Record<string, Record<string, number>>
+}
+
+/** Receiver options of the multi-tenant route, for an entry whose request type is `R`. */
+export interface TenantOptions<R> {
+  secret: SecretLookup<R>
+  endpoint: EndpointLookup<R>
+  maxBodyBytes: number
+  on: WebhookHandlers
+  onResult: (result: WebhookResult) => void
 }
 
 /** Handlers that record their runs, and the JSON body the runs route answers with. */
@@ -30,6 +57,11 @@ export interface CaseApp {
   on: WebhookHandlers
   /** Receiver options for the case table (spread them into the adapter's options). */
   options: { secret: string; maxBodyBytes: number; on: WebhookHandlers }
+  /**
+   * Receiver options for the multi-tenant route: `tenantOf` is how the entry reads the tenant
+   * from its own request. `secrets` replaces TENANT_SECRETS (e.g. read from a Worker's `env`).
+   */
+  tenantOptions<R>(tenantOf: (request: R) => string | undefined, secrets?: Readonly<Record<string, Secrets>>): TenantOptions<R>
   /** A copy of the record, for in-process transports. */
   record(): RunsRecord
   /** The record as the runs route's JSON body. */
@@ -40,10 +72,12 @@ export interface CaseApp {
  * @example
  * const app = createCaseApp()
  * server.post(CASE_PATH, webhooks(app.options)); server.get(RUNS_PATH, (_, res) => res.type('json').send(app.runsJson()))
+ * server.post(TENANT_ROUTE, webhooks(app.tenantOptions((req: Request) => req.params.tenant)))
  */
 export function createCaseApp(): CaseApp {
   const runs: Record<string, number> = {}
   const attempts: Record<string, number> = {}
+  const endpoints: Record<string, Record<string, number>> = {}
   const on: WebhookHandlers = {
     'message.received': async (event, delivery) => {
       attempts[delivery.id] = (attempts[delivery.id] ?? 0) + 1
@@ -52,10 +86,32 @@ export function createCaseApp(): CaseApp {
       runs[delivery.id] = (runs[delivery.id] ?? 0) + 1
     },
   }
+  // `onResult` is called before the answer is returned: the record is up to date when it arrives.
+  const onResult = ({ outcome, endpoint, id }: WebhookResult) => {
+    if (outcome !== 'processed' || endpoint === undefined || id === undefined) return
+    const byId = (endpoints[endpoint] ??= {})
+    byId[id] = (byId[id] ?? 0) + 1
+  }
   return {
     on,
     options: { secret: CASE_SECRET, maxBodyBytes: CASE_MAX_BODY_BYTES, on },
-    record: () => ({ runs: { ...runs }, attempts: { ...attempts } }),
-    runsJson: () => JSON.stringify({ runs, attempts }),
+    tenantOptions: <R>(tenantOf: (request: R) => string | undefined, secrets = TENANT_SECRETS) => ({
+      secret: async (request: R) => {
+        const tenant = tenantOf(request)
+        await Promise.resolve() // a lookup in a store: an await away
+        if (tenant === BROKEN_TENANT) throw new Error(`case table: the secrets store of tenant "${tenant}" is unreachable`)
+        return tenant !== undefined && Object.hasOwn(secrets, tenant) ? secrets[tenant] : undefined
+      },
+      endpoint: (request: R) => tenantOf(request) ?? '',
+      maxBodyBytes: CASE_MAX_BODY_BYTES,
+      on,
+      onResult,
+    }),
+    record: () => ({
+      runs: { ...runs },
+      attempts: { ...attempts },
+      endpoints: Object.fromEntries(Object.entries(endpoints).map(([endpoint, byId]) => [endpoint, { ...byId }])),
+    }),
+    runsJson: () => JSON.stringify({ runs, attempts, endpoints }),
   }
 }

@@ -1,14 +1,16 @@
 /**
  * The case table's rows, as data: each row is a signed delivery, the changes made to it on the way
- * (re-signed later, a header replaced, the body altered, another method), the answer each request
- * must get, named by its row in the core's answers table (`ANSWERS` from 'svc-webhooks'), and how
- * many times the handler ran. case-table.ts runs every row, unchanged, against every transport.
+ * (re-signed later or with another secret, a header replaced, the body altered, another method,
+ * sent to a tenant's route), the answer each request must get, named by its row in the core's
+ * answers table (`ANSWERS` from 'svc-webhooks'), and how many times the handler ran.
+ * case-table.ts runs every row, unchanged, against every transport.
  *
  * The rows drive the case app (case-app.ts): the message text 'slow' makes the handler take
- * 300 ms, 'fail-once' makes it throw on its first attempt.
+ * 300 ms, 'fail-once' makes it throw on its first attempt; a send with `tenant` goes to the
+ * multi-tenant route (TENANT_ROUTE) of that tenant.
  */
 import type { AnswerName } from 'svc-webhooks'
-import { CASE_MAX_BODY_BYTES } from './case-table-constants.js'
+import { BROKEN_TENANT, CASE_MAX_BODY_BYTES, TENANT_SECRETS } from './case-table-constants.js'
 
 /** The delivery a row starts from: signed with CASE_SECRET, now, v2 and v1, unless it says otherwise. */
 export interface CaseDelivery {
@@ -30,6 +32,10 @@ export interface CaseDelivery {
 export interface CaseSend {
   /** Re-signed with the same id and body this many seconds after the first send: a retry or a resend. */
   later?: number
+  /** Sent to this tenant's route of the multi-tenant receiver (TENANT_ROUTE) instead of CASE_PATH. */
+  tenant?: string
+  /** Re-signed with the same id and body with this secret (another tenant's delivery under the same id). */
+  secret?: string
   /** Sent with another method and no body. */
   method?: string
   /** Headers replacing the signed ones. */
@@ -52,7 +58,84 @@ export interface CaseRow {
   sends: readonly CaseSend[]
   /** Successful handler runs recorded for the delivery's id once the row is done. */
   runs?: number
+  /** On the multi-tenant route: successful runs for the delivery's id, by tenant (the dedupe namespace). */
+  tenantRuns?: Readonly<Record<string, number>>
 }
+
+const ACME = TENANT_SECRETS.acme as string
+const [GLOBEX_NEW, GLOBEX_OLD] = TENANT_SECRETS.globex as readonly [string, string]
+
+/**
+ * Many endpoints, one receiver (DESIGN.md): two tenants on one route, each verified with its own
+ * secrets only, dedupe namespaced by tenant, no secret 404, a failed lookup 503 with Retry-After.
+ */
+export const TENANT_ROWS: readonly CaseRow[] = [
+  {
+    name: "tenant acme, signed with acme's secret",
+    delivery: { text: 'for acme', secret: ACME },
+    sends: [{ tenant: 'acme', answer: 'processed' }],
+    runs: 1,
+    tenantRuns: { acme: 1 },
+  },
+  {
+    name: "tenant globex, signed with its new and then its old secret (rotation list)",
+    delivery: { text: 'for globex', secret: GLOBEX_NEW },
+    sends: [{ tenant: 'globex', answer: 'processed' }, { tenant: 'globex', secret: GLOBEX_OLD, later: 1, answer: 'duplicate' }],
+    runs: 1,
+    tenantRuns: { globex: 1 },
+  },
+  {
+    name: "tenant globex, signed with its old secret only",
+    delivery: { text: 'old globex secret', secret: GLOBEX_OLD },
+    sends: [{ tenant: 'globex', answer: 'processed' }],
+    runs: 1,
+    tenantRuns: { globex: 1 },
+  },
+  {
+    name: "tenant acme, signed with globex's secret",
+    delivery: { text: 'crossed', secret: GLOBEX_NEW },
+    sends: [{ tenant: 'acme', answer: 'invalid_signature' }],
+    runs: 0,
+  },
+  {
+    name: "tenant globex, signed with acme's secret",
+    delivery: { text: 'crossed', secret: ACME },
+    sends: [{ tenant: 'globex', answer: 'invalid_signature' }],
+    runs: 0,
+  },
+  {
+    name: 'the same delivery id under acme and globex: once for each, a duplicate within one',
+    delivery: { text: 'same id, two tenants', secret: ACME },
+    sends: [
+      { tenant: 'acme', answer: 'processed' },
+      { tenant: 'globex', secret: GLOBEX_NEW, answer: 'processed' },
+      { tenant: 'acme', later: 1, answer: 'duplicate' },
+      { tenant: 'globex', secret: GLOBEX_OLD, later: 2, answer: 'duplicate' },
+    ],
+    runs: 2,
+    tenantRuns: { acme: 1, globex: 1 },
+  },
+  { name: 'GET on a tenant route', sends: [{ tenant: 'acme', method: 'GET', answer: 'method_not_allowed' }] },
+  {
+    name: 'tenant with no secret (unknown endpoint)',
+    delivery: { text: 'nobody here', secret: ACME },
+    sends: [{ tenant: 'initech', answer: 'unknown_endpoint' }],
+    runs: 0,
+  },
+  {
+    name: 'tenant whose secret lookup throws',
+    delivery: { text: 'store down', secret: ACME },
+    sends: [{ tenant: BROKEN_TENANT, answer: 'secret_lookup_failed' }],
+    runs: 0,
+  },
+  {
+    name: 'tenant acme after the failed lookup and the refusals',
+    delivery: { text: 'acme still served', secret: ACME },
+    sends: [{ tenant: 'acme', answer: 'processed' }],
+    runs: 1,
+    tenantRuns: { acme: 1 },
+  },
+]
 
 /**
  * Every row, in the order they run. The last one checks that the target still serves after all
@@ -97,5 +180,6 @@ export const CASE_ROWS: readonly CaseRow[] = [
   { name: 'oversize body', delivery: { text: 'x'.repeat(CASE_MAX_BODY_BYTES + 1) }, sends: [{ answer: 'body_too_large' }], runs: 0 },
   { name: 'signed body that is not JSON', delivery: { body: 'not json at all' }, sends: [{ answer: 'invalid_json' }], runs: 0 },
   { name: 'GET', sends: [{ method: 'GET', answer: 'method_not_allowed' }] },
+  ...TENANT_ROWS,
   { name: 'a valid delivery after every row above', delivery: { text: 'still here' }, sends: [{ answer: 'processed' }], runs: 1 },
 ]

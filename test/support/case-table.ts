@@ -1,10 +1,11 @@
 /**
  * One case table, every adapter: the rows (case-rows.ts) are data, the targets are transports
  * (transports.ts), and `describeCaseTable` runs every row, unchanged, through one transport to a
- * case app (case-app.ts, CASE_APP contract). Each answer is checked against its row of the core's
+ * case app (case-app.ts, CASE_APP contract): its single-endpoint route, and its multi-tenant
+ * route for the rows that name a tenant. Each answer is checked against its row of the core's
  * answers table (`ANSWERS`): status, JSON body, `Retry-After` present exactly when the row says
- * so, the row's extra headers; then the handler's record of runs is read back through the
- * transport.
+ * so, the row's extra headers; then the handler's record of runs (in total, and by tenant) is
+ * read back through the transport.
  */
 import { isDeepStrictEqual } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -14,8 +15,8 @@ import { CASE_ROWS, type CaseRow, type CaseSend } from './case-rows.js'
 import { CASE_SECRET } from './case-table-constants.js'
 import type { CaseRequest, CaseResponse, CaseTransport } from './transports.js'
 
-export { CASE_ROWS, type CaseRow, type CaseSend } from './case-rows.js'
-export { CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, RUNS_PATH } from './case-table-constants.js'
+export { CASE_ROWS, TENANT_ROWS, type CaseRow, type CaseSend } from './case-rows.js'
+export * from './case-table-constants.js'
 export * from './transports.js'
 
 const encoder = new TextEncoder()
@@ -23,17 +24,20 @@ const encoder = new TextEncoder()
 /** The test's name, from the row: what is sent, the answers, the runs. */
 function title(row: CaseRow): string {
   const answers = row.sends.map((send) => {
-    const first = `${ANSWERS[send.answer].status} ${send.answer}`
+    const first = `${send.tenant === undefined ? '' : `${send.tenant}: `}${ANSWERS[send.answer].status} ${send.answer}`
     if (send.copies === undefined) return first
     const others = (send.others ?? []).map((name) => `${ANSWERS[name].status} ${name}`).join(' or ')
     return `one ${first}${others ? `, the rest ${others}` : ''}`
   })
-  const runs = row.runs === undefined ? '' : row.runs === 0 ? ', handler not run' : `, handler runs ${row.runs === 1 ? 'once' : `${row.runs} times`}`
+  const byTenant = Object.entries(row.tenantRuns ?? {}).map(([tenant, n]) => `${tenant} ${n}`)
+  const runs =
+    (row.runs === undefined ? '' : row.runs === 0 ? ', handler not run' : `, handler runs ${row.runs === 1 ? 'once' : `${row.runs} times`}`) +
+    (byTenant.length === 0 ? '' : ` (${byTenant.join(', ')})`)
   return `${row.name} -> ${answers.join(', then ')}${runs}`
 }
 
-/** The row's delivery, signed `later` seconds after `first` (same id and body) when given. */
-function sign(row: CaseRow, first?: SignedWebhook, later = 0): Promise<SignedWebhook> {
+/** The row's delivery, signed `later` seconds after `first` (same id and body) when given, with `secret` when given. */
+function sign(row: CaseRow, first?: SignedWebhook, later = 0, secret?: string): Promise<SignedWebhook> {
   const d = row.delivery!
   let event = d.event
   if (d.text !== undefined) {
@@ -43,7 +47,7 @@ function sign(row: CaseRow, first?: SignedWebhook, later = 0): Promise<SignedWeb
   }
   const timestamp = first ? first.timestamp + later : Math.floor(Date.now() / 1000) - (d.ageSeconds ?? 0)
   return signWebhook({
-    secret: d.secret ?? CASE_SECRET,
+    secret: secret ?? d.secret ?? CASE_SECRET,
     ...(d.body === undefined ? { event } : { body: d.body }),
     ...(d.schemes ? { schemes: d.schemes } : {}),
     ...(first ? { id: first.id } : {}),
@@ -52,10 +56,11 @@ function sign(row: CaseRow, first?: SignedWebhook, later = 0): Promise<SignedWeb
 }
 
 function request(send: CaseSend, signed: SignedWebhook | undefined): CaseRequest {
-  if (send.method !== undefined && send.method !== 'POST') return { method: send.method, headers: {}, body: null }
+  const route = send.tenant === undefined ? {} : { tenant: send.tenant }
+  if (send.method !== undefined && send.method !== 'POST') return { method: send.method, headers: {}, body: null, ...route }
   if (signed === undefined) throw new Error('a POST row needs a delivery')
   const body = send.tamper ? encoder.encode(signed.body.replace(send.tamper[0], send.tamper[1])) : signed.rawBody
-  return { method: 'POST', headers: { ...signed.headers, ...send.headers }, body }
+  return { method: 'POST', headers: { ...signed.headers, ...send.headers }, body, ...route }
 }
 
 function json(response: CaseResponse): unknown {
@@ -89,12 +94,12 @@ export async function runRow(transport: CaseTransport, row: CaseRow): Promise<vo
   const first = row.delivery ? await sign(row) : undefined
   for (const send of row.sends) {
     if (send.copies === undefined) {
-      const signed = send.later === undefined ? first : await sign(row, first, send.later)
+      const signed = send.later === undefined && send.secret === undefined ? first : await sign(row, first, send.later, send.secret)
       expectAnswer(await transport.send(request(send, signed)), send.answer)
       continue
     }
     // Each copy signed afresh, up to two seconds apart: concurrent resends are not byte-identical.
-    const copies = await Promise.all(Array.from({ length: send.copies }, (_, i) => sign(row, first, (send.later ?? 0) + (i % 3))))
+    const copies = await Promise.all(Array.from({ length: send.copies }, (_, i) => sign(row, first, (send.later ?? 0) + (i % 3), send.secret)))
     const responses = await Promise.all(copies.map((signed) => transport.send(request(send, signed))))
     const names = [send.answer, ...(send.others ?? [])]
     const got = responses.map((response) => names.find((name) => is(response, name)))
@@ -103,7 +108,16 @@ export async function runRow(transport: CaseTransport, row: CaseRow): Promise<vo
     expect(got.filter((name) => name === send.answer), `exactly one ${send.answer}: ${seen.join(' | ')}`).toHaveLength(1)
     responses.forEach((response, i) => expectAnswer(response, got[i]!))
   }
-  if (row.runs !== undefined) expect((await transport.record()).runs[first!.id] ?? 0, 'handler runs').toBe(row.runs)
+  if (row.runs === undefined && row.tenantRuns === undefined) return
+  const record = await transport.record()
+  if (row.runs !== undefined) expect(record.runs[first!.id] ?? 0, 'handler runs').toBe(row.runs)
+  if (row.tenantRuns !== undefined) {
+    const byTenant = Object.fromEntries(Object.keys(record.endpoints ?? {}).flatMap((tenant) => {
+      const n = record.endpoints[tenant]![first!.id]
+      return n === undefined ? [] : [[tenant, n]]
+    }))
+    expect(byTenant, 'handler runs by tenant (endpoint)').toEqual(row.tenantRuns)
+  }
 }
 
 export interface CaseTableOptions {

@@ -1,7 +1,8 @@
 /**
  * The events Lambda hands a function: API Gateway REST (payload v1), HTTP API (payload v2) and
  * function URL events, built from the documented shapes in fixtures/lambda/*.json with a request's
- * method, headers and body, bodies base64-encoded or not.
+ * method, path (and the API Gateway route it matched, with its path parameters), headers and
+ * body, bodies base64-encoded or not.
  */
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -26,6 +27,14 @@ export interface EventParts {
   base64?: boolean
   /** @default 'POST' */
   method?: string
+  /** The request path, without a stage. @default the fixture's, '/webhooks/svc' */
+  path?: string
+  /**
+   * The API Gateway route the path matched (REST and HTTP APIs; a function URL has no routes),
+   * e.g. `{ resource: '/tenants/{tenant}/webhooks', pathParameters: { tenant: 'acme' } }`.
+   * @default the path itself, no path parameters
+   */
+  route?: { resource: string; pathParameters: Readonly<Record<string, string>> }
 }
 
 /**
@@ -47,6 +56,12 @@ export function eventOf(source: LambdaSource, parts: EventParts): LambdaWebhookE
     }
     event.httpMethod = method
     event.requestContext.httpMethod = method
+    if (parts.path !== undefined) {
+      event.path = parts.path
+      event.requestContext.path = `/${event.requestContext.stage}${parts.path}`
+      event.resource = event.requestContext.resourcePath = parts.route?.resource ?? parts.path
+      event.pathParameters = parts.route ? { ...parts.route.pathParameters } : null
+    }
     return { ...event, body, isBase64Encoded: parts.base64 === true }
   }
   const event = loadEvent<APIGatewayProxyEventV2>(`${source}.json`)
@@ -54,5 +69,13 @@ export function eventOf(source: LambdaSource, parts: EventParts): LambdaWebhookE
     event.headers[name.toLowerCase()] = typeof value === 'string' ? value : value.join(',')
   }
   event.requestContext.http.method = method
+  if (parts.path !== undefined) {
+    event.rawPath = event.requestContext.http.path = parts.path
+    if (source === 'http-api-v2') {
+      event.routeKey = event.requestContext.routeKey = `${method} ${parts.route?.resource ?? parts.path}`
+      if (parts.route) event.pathParameters = { ...parts.route.pathParameters }
+      else delete event.pathParameters
+    }
+  }
   return { ...event, ...(body === null ? {} : { body }), isBase64Encoded: parts.base64 === true }
 }

@@ -1,24 +1,32 @@
 /**
  * The case table's targets, as transports: `send(request) -> response` to a case app's webhook
- * route, and `record()` for the case app's record of handler runs. Over real HTTP (fetch to
- * 127.0.0.1), in process (a Fetch handler or a receiver's `handle` called directly, the record
- * read from the case app itself), or through the events Lambda hands a function.
+ * route (or to a tenant's route of its multi-tenant receiver), and `record()` for the case app's
+ * record of handler runs. Over real HTTP (fetch to 127.0.0.1), in process (a Fetch handler or a
+ * receiver called directly, the record read from the case app itself), or through the events
+ * Lambda hands a function. A transport only carries the request to its path; the app behind it
+ * routes it, as it would in production.
  */
-import type { WebhookReceiver } from 'svc-webhooks'
+import type { WebhookReceiver, WebhookTransport } from 'svc-webhooks'
 import type { LambdaWebhookEvent, LambdaWebhookResult } from 'svc-webhooks/lambda'
 import type { CaseApp, RunsRecord } from './case-app.js'
-import { CASE_PATH, RUNS_PATH } from './case-table-constants.js'
+import { CASE_PATH, RUNS_PATH, TENANT_ROUTE, tenantPath } from './case-table-constants.js'
 import { eventOf, type LambdaSource } from './lambda-events.js'
 
 export type { RunsRecord }
 
-/** A request to the case app's webhook route. */
+/** A request to the case app's webhook route, or to `tenant`'s route of the multi-tenant receiver. */
 export interface CaseRequest {
   method: string
   headers: Readonly<Record<string, string>>
   /** Null for a request without a body. */
   body: Uint8Array | null
+  /** Sent to this tenant's route (TENANT_ROUTE) instead of CASE_PATH. */
+  tenant?: string
 }
+
+/** The path a request goes to. */
+const pathOf = (request: CaseRequest, path = CASE_PATH, tenantRoute: (tenant: string) => string = tenantPath) =>
+  request.tenant === undefined ? path : tenantRoute(request.tenant)
 
 /** The answer as the sender sees it. */
 export interface CaseResponse {
@@ -44,6 +52,8 @@ export interface HttpTarget {
   path?: string
   /** Path of the runs record. @default RUNS_PATH */
   runsPath?: string
+  /** Path of a tenant's route of the multi-tenant receiver. @default tenantPath */
+  tenantPath?: (tenant: string) => string
   close?: () => Promise<void>
 }
 
@@ -56,8 +66,9 @@ export interface HttpTarget {
 export function httpTransport(target: HttpTarget): CaseTransport {
   if (!/^http:\/\/(127\.0\.0\.1|localhost|\[::1\]):\d+$/.test(target.url)) throw new Error(`not a local base URL: ${target.url}`)
   return {
-    async send({ method, headers, body }) {
-      const res = await fetch(target.url + (target.path ?? CASE_PATH), { method, headers, body: body as BodyInit | null })
+    async send(request) {
+      const { method, headers, body } = request
+      const res = await fetch(target.url + pathOf(request, target.path, target.tenantPath), { method, headers, body: body as BodyInit | null })
       return { status: res.status, headers: headersOf(res), body: await res.text() }
     },
     async record() {
@@ -70,15 +81,16 @@ export function httpTransport(target: HttpTarget): CaseTransport {
 }
 
 /**
- * In process: a Fetch handler called with a `Request`, no server between.
+ * In process: a Fetch handler (the app, routing by URL path) called with a `Request`, no server between.
  *
  * @example
  * describeCaseTable('fetch, in process', async () => { const app = createCaseApp(); return fetchTransport(createFetchHandler(app.options), app) })
  */
 export function fetchTransport(handler: (request: Request) => Response | Promise<Response>, app: CaseApp): CaseTransport {
   return {
-    async send({ method, headers, body }) {
-      const res = await handler(new Request(`http://127.0.0.1${CASE_PATH}`, { method, headers, body: body as BodyInit | null }))
+    async send(request) {
+      const { method, headers, body } = request
+      const res = await handler(new Request(`http://127.0.0.1${pathOf(request)}`, { method, headers, body: body as BodyInit | null }))
       return { status: res.status, headers: headersOf(res), body: await res.text() }
     },
     record: async () => app.record(),
@@ -86,25 +98,61 @@ export function fetchTransport(handler: (request: Request) => Response | Promise
 }
 
 /**
- * In process: the core's `receiver.handle()`, with the body already held as bytes.
+ * A request as a caller of the core's `receive()` holds it: its own type (here the path, the
+ * method, the headers and the bytes), read through its own {@link WebhookTransport}.
+ */
+export interface PathRequest {
+  method: string
+  path: string
+  headers: Readonly<Record<string, string>>
+  body: Uint8Array
+}
+
+/** The core's view of a {@link PathRequest}: the declared length is the bytes held, so an oversize body is refused before it is read. */
+export const pathRequestTransport: WebhookTransport<PathRequest> = {
+  method: (request) => request.method,
+  header: (request, name) =>
+    name === 'content-length' ? String(request.body.byteLength) : Object.entries(request.headers).find(([key]) => key.toLowerCase() === name)?.[1],
+  body: (request) => request.body,
+}
+
+/**
+ * In process: the core's `receiver.handle()`, with the body already held as bytes; tenant rows go
+ * to `tenants`, a receiver whose `secret` and `endpoint` read the path of a {@link PathRequest}
+ * given to `receive()` (a handled request has no path).
  *
  * @example
  * const app = createCaseApp()
- * describeCaseTable('core', async () => receiverTransport(createWebhookReceiver(app.options), app))
+ * const tenants = createWebhookReceiver(app.tenantOptions((request: PathRequest) => tenantFromPath(request.path)))
+ * describeCaseTable('core', async () => receiverTransport(createWebhookReceiver(app.options), app, tenants))
  */
-export function receiverTransport(receiver: Pick<WebhookReceiver, 'handle'>, app: CaseApp): CaseTransport {
+export function receiverTransport(
+  receiver: Pick<WebhookReceiver, 'handle'>,
+  app: CaseApp,
+  tenants?: Pick<WebhookReceiver<PathRequest>, 'receive'>,
+): CaseTransport {
   return {
-    async send({ method, headers, body }) {
-      const { status, headers: answerHeaders, body: text } = await receiver.handle({ method, headers: { ...headers }, body: body ?? new Uint8Array(0) })
-      return { status, headers: lowercased(answerHeaders), body: text }
+    async send(request) {
+      const { method, headers, body } = request
+      const held = { method, headers: { ...headers }, body: body ?? new Uint8Array(0) }
+      let answer
+      if (request.tenant === undefined) answer = await receiver.handle(held)
+      else if (tenants) answer = await tenants.receive({ ...held, path: pathOf(request) }, pathRequestTransport)
+      else throw new Error('receiverTransport: a tenant row needs the `tenants` receiver')
+      return { status: answer.status, headers: lowercased(answer.headers), body: answer.body }
     },
     record: async () => app.record(),
   }
 }
 
+/** The tenant route as API Gateway declares it: `/tenants/{tenant}/webhooks`. */
+const API_GATEWAY_TENANT_ROUTE = TENANT_ROUTE.replace(/:(\w+)/g, '{$1}')
+
 /**
  * Through Lambda: each request becomes the event `source` hands the function (the body
- * base64-encoded when `base64`), and the proxy result becomes the response.
+ * base64-encoded when `base64`), for the path it was sent to: a tenant's request arrives on the
+ * API Gateway route TENANT_ROUTE with its `pathParameters` (REST and HTTP APIs; a function URL
+ * has no routes, only `rawPath`). The proxy result becomes the response.
  *
  * @example
  * describeCaseTable('lambda: HTTP API', async () => { const app = createCaseApp(); return lambdaTransport(webhooks(app.options), app, { source: 'http-api-v2' }) })
@@ -115,8 +163,10 @@ export function lambdaTransport(
   { source, base64 = false }: { source: LambdaSource; base64?: boolean },
 ): CaseTransport {
   return {
-    async send({ method, headers, body }) {
-      const result = await handler(eventOf(source, { method, headers, body, base64 }))
+    async send(request) {
+      const { method, headers, body, tenant } = request
+      const route = tenant === undefined ? undefined : { resource: API_GATEWAY_TENANT_ROUTE, pathParameters: { tenant } }
+      const result = await handler(eventOf(source, { method, headers, body, base64, path: pathOf(request), ...(route ? { route } : {}) }))
       return { status: result.statusCode, headers: lowercased(result.headers), body: result.body }
     },
     record: async () => app.record(),
