@@ -11,6 +11,7 @@ import {
   type VerifiedDelivery,
   type VerifyOptions,
   type WebhookReceiverOptions,
+  type WebhookStatsSource,
   type WebhookTransport,
 } from '../src/index.js'
 import { tooLarge } from '../src/input.js'
@@ -66,12 +67,12 @@ function parsedBefore(req: Request): boolean {
  *   on: { 'message.received': async (event) => saveMessage(event.message) },
  * }))
  */
-export function webhooks(options: ExpressWebhooksOptions): RequestHandler {
+export function webhooks(options: ExpressWebhooksOptions): RequestHandler & Partial<WebhookStatsSource> {
   // With `on` or an `inbox` it answers; with neither it only verifies. Invalid options throw now.
   const answers = ('on' in options && options.on !== undefined) || ('inbox' in options && options.inbox !== undefined)
   const receiver = answers ? createWebhookReceiver(options as WebhookReceiverOptions<Request>) : undefined
   const opts = receiver ? undefined : resolveVerifyOptions(options)
-  return async (req: Request, res: Response, next: NextFunction) => {
+  const middleware = async (req: Request, res: Response, next: NextFunction) => {
     if (req.method === 'POST' && parsedBefore(req)) return next(new WebhookVerificationError('body_already_parsed', PARSED))
     if (receiver) return sendNode(res, await receiver.receive(req, expressTransport))
     try {
@@ -82,4 +83,6 @@ export function webhooks(options: ExpressWebhooksOptions): RequestHandler {
     }
     next()
   }
+  // In receiver mode, `stats()` for a health endpoint.
+  return receiver ? Object.assign(middleware, { stats: () => receiver.stats() }) : middleware
 }

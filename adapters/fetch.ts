@@ -11,6 +11,7 @@ import {
   type VerifyOptions,
   type WebhookReceiverOptions,
   type WebhookResponse,
+  type WebhookStatsSource,
   type WebhookTransport,
 } from '../src/index.js'
 import { resolveVerifyOptions } from '../src/options.js'
@@ -45,9 +46,10 @@ export function toResponse(answer: WebhookResponse): Response {
  * const handle = createFetchHandler({ secret: process.env.SVC_WEBHOOK_SECRET!, on: { 'message.received': save } })
  * Bun.serve({ port: 3000, fetch: handle })
  */
-export function createFetchHandler(options: FetchHandlerOptions): (request: Request) => Promise<Response> {
+export function createFetchHandler(options: FetchHandlerOptions): ((request: Request) => Promise<Response>) & WebhookStatsSource {
   const receiver = createWebhookReceiver(options)
-  return async (request) => toResponse(await receiver.receive(request, fetchTransport))
+  const handle = async (request: Request) => toResponse(await receiver.receive(request, fetchTransport))
+  return Object.assign(handle, { stats: () => receiver.stats() })
 }
 
 const handlers = new WeakMap<FetchHandlerOptions, (request: Request) => Promise<Response>>()

@@ -21,7 +21,8 @@ import {
   type VerifiedDelivery,
   type VerifyOptions,
   type WebhookHandlers,
-  type WebhookInbox,
+  type WebhookInboxProducer,
+  type WebhookStatsSource,
   type WebhookReceiverOptions,
   type WebhookTransport,
 } from '../src/index.js'
@@ -77,16 +78,17 @@ const honoTransport: WebhookTransport<Context> = {
  *   return c.json({ ok: true })
  * })
  */
-export function webhooks(options: WebhookReceiverOptions<Context> & ({ on: WebhookHandlers } | { inbox: WebhookInbox })): MiddlewareHandler
+export function webhooks(options: WebhookReceiverOptions<Context> & ({ on: WebhookHandlers } | { inbox: WebhookInboxProducer })): MiddlewareHandler & WebhookStatsSource
 export function webhooks(options: VerifyOptions<Context>): MiddlewareHandler<{ Variables: WebhookVariables }>
 export function webhooks(options: VerifyOptions<Context> & { on?: WebhookReceiverOptions['on'] }): MiddlewareHandler {
   // With `on` or an `inbox` it answers; with neither it only verifies.
   if (options.on !== undefined || (options as WebhookReceiverOptions).inbox !== undefined) {
     const receiver = createWebhookReceiver(options as WebhookReceiverOptions<Context>)
-    return async (c) => {
+    const middleware: MiddlewareHandler = async (c) => {
       if (readBefore(c)) throw new WebhookVerificationError('body_already_parsed', PARSED)
       return toResponse(await receiver.receive(c, honoTransport))
     }
+    return Object.assign(middleware, { stats: () => receiver.stats() })
   }
   const opts = resolveVerifyOptions(options) // invalid options throw now, not on the first request
   return createMiddleware<{ Variables: WebhookVariables }>(async (c, next) => {

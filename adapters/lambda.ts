@@ -3,7 +3,7 @@
  * and function URLs (v2 shape). Only translation: the event's body back to the exact bytes sent,
  * its headers and method to the core's request, the core's answer to the proxy result shape.
  */
-import { createWebhookReceiver, type WebhookReceiverOptions, type WebhookTransport } from '../src/index.js'
+import { createWebhookReceiver, type WebhookReceiverOptions, type WebhookStatsSource, type WebhookTransport } from '../src/index.js'
 import { getHeader } from '../src/headers.js'
 import { toBytes } from '../src/input.js'
 
@@ -83,12 +83,13 @@ function fromBase64(text: string): Uint8Array {
  */
 export function webhooks(
   options: LambdaWebhookOptions,
-): (event: LambdaWebhookEvent, context?: unknown) => Promise<LambdaWebhookResult> {
+): ((event: LambdaWebhookEvent, context?: unknown) => Promise<LambdaWebhookResult>) & WebhookStatsSource {
   const receiver = createWebhookReceiver(options)
-  return async (event) => {
+  const handler = async (event: LambdaWebhookEvent): Promise<LambdaWebhookResult> => {
     const answer = await receiver.receive(event, lambdaTransport)
     return { statusCode: answer.status, headers: { ...answer.headers }, body: answer.body, isBase64Encoded: false }
   }
+  return Object.assign(handler, { stats: () => receiver.stats() })
 }
 
 /** The event as the core reads it. API Gateway buffered the body already: there is nothing to time or drain. */

@@ -5,7 +5,7 @@
  * policy lives in the core.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { WebhookVerificationError, type WebhookReceiverOptions } from '../src/index.js'
+import { WebhookVerificationError, type WebhookReceiverOptions, type WebhookStatsSource } from '../src/index.js'
 import { createFetchHandler, type FetchHandlerOptions } from './fetch.js'
 import { createNodeHandler, type NodeHandlerOptions } from './node.js'
 
@@ -32,12 +32,13 @@ const PARSED =
  *   on: { 'message.received': async (event) => saveMessage(event.message) },
  * })
  */
-export function withWebhooks(options: NextWebhookOptions): (request: Request) => Promise<Response> {
+export function withWebhooks(options: NextWebhookOptions): ((request: Request) => Promise<Response>) & WebhookStatsSource {
   const handle = createFetchHandler(options)
-  return async (request) => {
+  const route = async (request: Request) => {
     if (request.bodyUsed) throw new WebhookVerificationError('body_already_parsed', READ)
     return handle(request)
   }
+  return Object.assign(route, { stats: handle.stats })
 }
 
 /** A Pages Router API request: Node's request, with the `body` Next sets when its parser is on. */

@@ -11,6 +11,7 @@ import {
   readNodeBody,
   type WebhookReceiverOptions,
   type WebhookResponse,
+  type WebhookStatsSource,
   type WebhookTransport,
 } from '../src/index.js'
 
@@ -39,7 +40,8 @@ export function sendNode(res: ServerResponse, answer: WebhookResponse): void {
  * const handle = createNodeHandler({ secret: process.env.SVC_WEBHOOK_SECRET!, on: { 'message.received': save } })
  * createServer(handle).listen(3000, '127.0.0.1')
  */
-export function createNodeHandler(options: NodeHandlerOptions): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+export function createNodeHandler(options: NodeHandlerOptions): ((req: IncomingMessage, res: ServerResponse) => Promise<void>) & WebhookStatsSource {
   const receiver = createWebhookReceiver(options)
-  return async (req, res) => sendNode(res, await receiver.receive(req, nodeTransport))
+  const handle = async (req: IncomingMessage, res: ServerResponse) => sendNode(res, await receiver.receive(req, nodeTransport))
+  return Object.assign(handle, { stats: () => receiver.stats() })
 }

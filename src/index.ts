@@ -38,6 +38,7 @@ export {
   type WebhookResponse,
   type WebhookResult,
   type EndpointLookup,
+  type WebhookStatsSource,
   type WebhookTransport,
 } from './receiver.js'
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js'

@@ -117,6 +117,12 @@ export interface WebhookRequest extends WebhookInput {
   method?: string
 }
 
+/** What an entry's handler offers a health endpoint: the receiver's `stats()`. */
+export interface WebhookStatsSource {
+  /** Answers by outcome, the failing streak, and the inbox's figures. */
+  stats(): Promise<ReceiverStats>
+}
+
 /** A receiver: `handle` and `receive` are the whole flow. */
 export interface WebhookReceiver<R = any> {
   /**
@@ -277,6 +283,15 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     } catch (error) {
       const sent = transport.header(request, HEADER_ID)
       if (typeof sent === 'string' && sent.length <= MAX_ID_LENGTH && /^[\x21-\x7e]+$/.test(sent)) result.id = sent
+      // For the log line: which tenant a refused delivery was sent to (best effort, never fatal).
+      if (typeof endpoint === 'function') {
+        try {
+          const name = await (endpoint as EndpointLookup<R>)(request)
+          if (typeof name === 'string' && name.length > 0) result.endpoint = name
+        } catch {
+          // The refusal stands on its own.
+        }
+      }
       return end(result, answerNameOf(error), error)
     }
     const { delivery } = verified

@@ -64,7 +64,7 @@ export function startupWarnings(on: object | undefined, secrets: readonly unknow
     const close = KNOWN_EVENT_TYPES.find((known) => distance(known, type) <= 2)
     lines.push(
       `svc-webhooks: \`on\` has a handler for "${type}", which is not an event type the service sends ` +
-        `(${KNOWN_EVENT_TYPES.join(', ')})${close ? `: did you mean "${close}"?` : ''}. ` +
+        `(${KNOWN_EVENT_TYPES.join(', ')})${close ? `. Did you mean "${close}"?` : '.'} ` +
         `Deliveries of a type with no handler are answered 200 ignored, so a misspelled key loses them.`,
     )
   }

@@ -16,9 +16,16 @@ const receive = createFetchHandler({
   },
 })
 
-const server = Bun.serve({
-  hostname: '127.0.0.1',
-  port: Number(process.env.PORT ?? 3000),
-  fetch: (request) => (new URL(request.url).pathname === '/webhooks/svc' ? receive(request) : new Response('not found', { status: 404 })),
-})
+const port = Number(process.env.PORT ?? 3000)
+let server: ReturnType<typeof Bun.serve>
+try {
+  server = Bun.serve({
+    hostname: '127.0.0.1',
+    port,
+    fetch: (request) => (new URL(request.url).pathname === '/webhooks/svc' ? receive(request) : new Response('not found', { status: 404 })),
+  })
+} catch (error) {
+  console.error(`Bun cannot listen on 127.0.0.1:${port}: ${(error as Error).message}`)
+  process.exit(1)
+}
 console.log(`Bun receiving on http://127.0.0.1:${server.port}/webhooks/svc`)

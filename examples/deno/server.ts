@@ -17,11 +17,17 @@ const receive = createFetchHandler({
   },
 })
 
-Deno.serve(
-  {
-    hostname: '127.0.0.1',
-    port: Number(Deno.env.get('PORT') ?? 3000),
-    onListen: ({ port }) => console.log(`Deno receiving on http://127.0.0.1:${port}/webhooks/svc`),
-  },
-  (request) => (new URL(request.url).pathname === '/webhooks/svc' ? receive(request) : new Response('not found', { status: 404 })),
-)
+const port = Number(Deno.env.get('PORT') ?? 3000)
+try {
+  Deno.serve(
+    {
+      hostname: '127.0.0.1',
+      port,
+      onListen: ({ port }) => console.log(`Deno receiving on http://127.0.0.1:${port}/webhooks/svc`),
+    },
+    (request) => (new URL(request.url).pathname === '/webhooks/svc' ? receive(request) : new Response('not found', { status: 404 })),
+  )
+} catch (error) {
+  console.error(`Deno cannot listen on 127.0.0.1:${port}: ${(error as Error).message}`)
+  Deno.exit(1)
+}

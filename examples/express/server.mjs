@@ -21,4 +21,11 @@ app.post('/webhooks/svc', webhooks({
 }))
 app.use(express.json())
 
-app.listen(port, '127.0.0.1', () => console.log(`Express receiving on http://127.0.0.1:${port}/webhooks/svc`))
+// Express 5 hands a listen error (a busy port) to this callback instead of throwing it.
+const server = app.listen(port, '127.0.0.1', (error) => {
+  if (error) {
+    console.error(`Express cannot listen on 127.0.0.1:${port}: ${error.message}`)
+    process.exit(1)
+  }
+  console.log(`Express receiving on http://127.0.0.1:${server.address().port}/webhooks/svc`)
+})

@@ -21,5 +21,10 @@ await app.register(webhooks, {
   },
 })
 
-await app.listen({ port, host: '127.0.0.1' })
-console.log(`Fastify receiving on http://127.0.0.1:${port}/webhooks/svc`)
+try {
+  await app.listen({ port, host: '127.0.0.1' })
+} catch (error) {
+  console.error(`Fastify cannot listen on 127.0.0.1:${port}: ${error.message}`)
+  process.exit(1)
+}
+console.log(`Fastify receiving on http://127.0.0.1:${app.server.address().port}/webhooks/svc`)

@@ -21,6 +21,10 @@ app.post('/webhooks/svc', webhooks({
   },
 }))
 
-serve({ fetch: app.fetch, port, hostname: '127.0.0.1' }, () => {
-  console.log(`Hono receiving on http://127.0.0.1:${port}/webhooks/svc`)
+const server = serve({ fetch: app.fetch, port, hostname: '127.0.0.1' }, (info) => {
+  console.log(`Hono receiving on http://127.0.0.1:${info.port}/webhooks/svc`)
+})
+server.on('error', (error) => {
+  console.error(`Hono cannot listen on 127.0.0.1:${port}: ${error.message}`)
+  process.exit(1)
 })

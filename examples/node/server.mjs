@@ -18,7 +18,12 @@ const handle = createNodeHandler({
   },
 })
 
-createServer((req, res) => {
+const server = createServer((req, res) => {
   if (req.url === '/webhooks/svc') return handle(req, res)
   res.writeHead(404).end()
-}).listen(port, '127.0.0.1', () => console.log(`node:http receiving on http://127.0.0.1:${port}/webhooks/svc`))
+})
+server.on('error', (error) => {
+  console.error(`node:http cannot listen on 127.0.0.1:${port}: ${error.message}`)
+  process.exit(1)
+})
+server.listen(port, '127.0.0.1', () => console.log(`node:http receiving on http://127.0.0.1:${server.address().port}/webhooks/svc`))

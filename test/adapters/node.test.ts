@@ -34,8 +34,10 @@ describe('svc-webhooks/node', () => {
     await server?.close()
   })
 
-  it('has the (req, res) => Promise<void> signature http.createServer takes', () => {
-    expectTypeOf(createNodeHandler).returns.toEqualTypeOf<(req: IncomingMessage, res: ServerResponse) => Promise<void>>()
+  it('has the (req, res) => Promise<void> signature http.createServer takes, and stats() for a health endpoint', async () => {
+    expectTypeOf(createNodeHandler).returns.toMatchTypeOf<(req: IncomingMessage, res: ServerResponse) => Promise<void>>()
+    const handle = createNodeHandler({ secret: CASE_SECRET, on: {}, log: false })
+    expect(await handle.stats()).toEqual({ answers: {}, consecutiveFailures: 0 })
   })
 
   it('oversize body streamed without Content-Length -> 413 body_too_large, server keeps serving', async () => {

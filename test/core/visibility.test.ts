@@ -32,7 +32,7 @@ describe('startup warnings', () => {
   it('an `on` key that is not a known event type, with the likely fix', () => {
     const { lines } = receiver({ on: { 'message.recieved': () => {} } as never })
     expect(lines).toHaveLength(1)
-    expect(lines[0]).toMatch(/"message\.recieved", which is not an event type the service sends .*did you mean "message\.received"\?/)
+    expect(lines[0]).toMatch(/"message\.recieved", which is not an event type the service sends .*Did you mean "message\.received"\?/)
   })
 
   it('a secret without svc_whsec_, never quoting it', () => {
@@ -146,7 +146,7 @@ describe('the default log on a real server', () => {
       child.stdin.end()
       child.kill()
     }
-    expect(stderr).toMatch(/"message\.recieved", which is not an event type the service sends.*did you mean "message\.received"/)
+    expect(stderr).toMatch(/"message\.recieved", which is not an event type the service sends.*Did you mean "message\.received"/)
     expect(stderr).toMatch(/svc-webhooks: 401 invalid_signature \(delivery evt-real-server\): No v2 signature matched/)
     expect(stderr).not.toContain(SECRET)
     expect(stderr).not.toContain('BodyMarkerNeverLogged')
