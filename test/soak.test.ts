@@ -1,12 +1,22 @@
 /**
- * The fault-injecting soak in the suite, at a size that runs in seconds: exactly-once must hold
- * across processes and through a store crash. 1,500 deliveries from the sender simulator
- * (spec §6.3 retries, ~30 % duplicates, concurrent resends) to 3 receiver processes sharing one
- * real Redis, handlers failing ~10 % of the time, Redis killed mid-run and back 2.5 s later.
- * The verdict is read from the handlers' own records. `npm run soak` runs the large version.
+ * The fault-injecting soaks in the suite, at sizes that run in seconds; `npm run soak` and
+ * `npm run outage` run the large versions. Each verdict is read from the handlers' own records.
+ *
+ * - Handler in the request: 1,500 deliveries from the sender simulator (spec §6.3 retries, ~30 %
+ *   duplicates, concurrent resends) to 3 receiver processes sharing one real Redis, handlers
+ *   failing ~10 % of the time, Redis killed mid-run and back 2.5 s later: exactly once.
+ * - Durable inbox on Redis: receivers appending to RedisInbox, worker processes killed with
+ *   SIGKILL and restarted, the inbox's Redis restarted (AOF, fsync always), a downstream outage
+ *   that would have disabled a 5xx-answering receiver: every effect applied once, none lost,
+ *   and the sender never sees 20 consecutive failures.
+ * - The outage experiment, 5x faster: the README's Express receiver with the handler in the
+ *   request is disabled within a second of its database going down and loses what follows; with
+ *   `inbox` and a worker it loses nothing and runs nothing twice.
  */
 import { expect, it } from 'vitest'
 import { runSoak } from './support/soak/harness.mjs'
+import { QUICK_INBOX_SOAK, runInboxSoak } from './support/soak/inbox-soak.mjs'
+import { outageProblems, runOutageComparison } from './support/soak/outage.mjs'
 import { describeWithRedis } from './support/redis-server.js'
 
 describeWithRedis('soak: 3 receiver processes, one Redis restarted mid-run', () => {
@@ -24,5 +34,52 @@ describeWithRedis('soak: 3 receiver processes, one Redis restarted mid-run', () 
     expect(gaveUp).toEqual([])
     expect(unknown).toEqual([])
     expect(answered2xxButNotProcessed).toEqual([])
+  })
+})
+
+describeWithRedis('soak: durable inbox on Redis, workers killed, Redis restarted, a downstream outage', () => {
+  it('applies every effect exactly once and never lets the sender see 20 failures in a row', { timeout: 120_000 }, async () => {
+    const figures = await runInboxSoak({ engine: 'redis', ...QUICK_INBOX_SOAK })
+    const { lost, appliedTwice, rerunAfterKill, rerunOther, permanent, gaveUp, unknown, answered2xxButNotProcessed, receivers, workerStats, ...counts } = figures
+    console.info(
+      '[inbox soak]',
+      JSON.stringify({ ...counts, lost: lost.length, appliedTwice: appliedTwice.length, rerunAfterKill: rerunAfterKill.length, rerunOther: rerunOther.length, receivers, workerStats }),
+    )
+    // The faults happened.
+    expect(figures.restarted).toBe(true)
+    expect(figures.killed).toBe(QUICK_INBOX_SOAK.kills)
+    expect(figures.duplicatesSent).toBeGreaterThan(0)
+    expect(figures.failuresInjected).toBeGreaterThan(0)
+    expect(figures.outageMs).toBe(QUICK_INBOX_SOAK.outageMs)
+    // Long enough that a receiver answering 5xx for a failing handler would have been disabled:
+    // 20 deliveries or more arrived while every handler run failed.
+    expect(figures.sentDuringOutage).toBeGreaterThanOrEqual(20)
+    expect(figures.longestFailingStreak).toBeGreaterThanOrEqual(20)
+    // The verdict.
+    expect(figures.drained).toBe(true)
+    expect(lost).toEqual([])
+    expect(appliedTwice).toEqual([])
+    expect(figures.processed).toBe(QUICK_INBOX_SOAK.count)
+    expect(figures.maxConsecutiveFailures).toBeLessThan(20)
+    expect(figures.disabled).toBe(false)
+    expect(permanent).toEqual([])
+    expect(gaveUp).toEqual([])
+    expect(unknown).toEqual([])
+    expect(answered2xxButNotProcessed).toEqual([])
+  })
+})
+
+describeWithRedis('outage experiment (time x0.2): Express, database down 15 s of 40 s at 20 deliveries/s', () => {
+  it('in the request: disabled and deliveries lost; with the inbox: none lost, none twice, never 20 failures in a row', { timeout: 120_000 }, async () => {
+    const { handler, inbox } = await runOutageComparison({ scale: 0.2 })
+    console.info('[outage]', JSON.stringify({ handler, inbox }))
+    expect(handler.disabled).toBe(true)
+    expect(handler.disabledAtS).toBeLessThan(13) // the database went down at 10 s
+    expect(handler.lost).toBeGreaterThan(0)
+    expect(outageProblems(inbox)).toEqual([])
+    expect(inbox.delivered).toBe(inbox.deliveries)
+    expect(inbox.processed).toBe(inbox.deliveries)
+    expect(inbox.handlerFailures).toBeGreaterThan(0)
+    expect(inbox.maxConsecutiveFailures).toBe(0)
   })
 })

@@ -1,17 +1,18 @@
 // @ts-check
-// The fault-injecting soak, shared by test/soak.test.ts and `npm run soak` (scripts/soak.mjs):
+// The fault-injecting soak with the handler in the request, shared by test/soak.test.ts and
+// `npm run soak` (scripts/soak.mjs; inbox-soak.mjs is the durable-inbox counterpart):
 // exactly-once must hold across processes and through a store crash, which no single-process
 // test can show. One real redis-server (append-only file, fsync always), N receiver processes
 // (receiver.mjs) sharing it, the sender simulator (sender.mjs) sending to them at random,
 // handlers failing ~10 % of the time, and Redis killed mid-run and started again `downMs` later
 // (longer than the store's 2 s timeout, so receivers answer 503 meanwhile). The verdict comes from the handlers' own records: every delivery
 // processed successfully exactly once, none lost, none twice, no permanent 4xx to a valid one.
-import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startRedisServer } from '../redis-process.mjs'
+import { startChild } from './processes.mjs'
 import { simulateSender } from './sender.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -52,50 +53,22 @@ const SECRET = 'svc_whsec_soak'
  */
 
 /**
- * One receiver process (receiver.mjs), its record file, and how to stop it.
+ * One receiver process (receiver.mjs) in handler mode, and its record file.
  *
  * @param {{ index: number, client: SoakClient, redisUrl: string, dir: string, failRate: number }} options
  */
 function startReceiver({ index, client, redisUrl, dir, failRate }) {
   const recordFile = join(dir, `record-${index}.log`)
-  const child = spawn(process.execPath, [join(here, 'receiver.mjs')], {
-    env: { ...process.env, SOAK_REDIS_URL: redisUrl, SOAK_CLIENT: client, SOAK_RECORD: recordFile, SOAK_SECRET: SECRET, SOAK_FAIL_RATE: String(failRate) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let out = ''
-  let err = ''
-  child.stderr.on('data', (d) => (err += d))
-  const exited = new Promise((resolve) => child.once('exit', resolve))
-  /** @type {Promise<string>} */
-  const ready = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`receiver ${index} did not start: ${err.slice(-500)}`)), 30_000)
-    child.stdout.on('data', (d) => {
-      out += d
-      const port = /READY (\d+)/.exec(out)?.[1]
-      if (port) {
-        clearTimeout(timer)
-        resolve(`http://127.0.0.1:${port}/`)
-      }
-    })
-    exited.then(() => {
-      clearTimeout(timer)
-      reject(new Error(`receiver ${index} exited: ${err.slice(-500)}`))
-    })
+  const child = startChild({
+    name: `receiver ${index}`,
+    script: join(here, 'receiver.mjs'),
+    env: { SOAK_REDIS_URL: redisUrl, SOAK_CLIENT: client, SOAK_RECORD: recordFile, SOAK_SECRET: SECRET, SOAK_FAIL_RATE: String(failRate) },
   })
   return {
     recordFile,
-    ready,
+    ready: child.ready.then((port) => `http://127.0.0.1:${port}/`),
     /** @returns {Promise<ReceiverStats>} */
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM')
-        const forced = setTimeout(() => child.kill('SIGKILL'), 5000)
-        await exited
-        clearTimeout(forced)
-      }
-      const stats = /STATS (.*)/.exec(out)?.[1]
-      return stats ? JSON.parse(stats) : { error: err.slice(-300) }
-    },
+    stop: () => child.stop(),
   }
 }
 

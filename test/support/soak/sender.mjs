@@ -2,10 +2,15 @@
 // The sender simulator: delivers webhooks the way the service does (spec/service-api.md §6).
 // Each attempt is signed afresh (new timestamp, v2 and v1 signatures, same id and stored bytes,
 // §6.1-6.2); 5xx, 429 and timeouts are retried with backoff, any other 4xx is permanent and
-// never retried, and an attempt gets 10 s to answer (§6.3). The backoff schedule is not shown in
-// the spec: exponential with jitter, scaled down so a soak finishes in seconds.
-// It also sends duplicates: copies of a delivery racing the original (concurrent resends) and
-// manual resends after it was delivered. Used by the soak (harness.mjs): test/soak.test.ts and `npm run soak`.
+// never retried, an attempt gets 10 s to answer, and with `disableAfter: 20` the endpoint is
+// disabled after 20 consecutive failures: nothing is attempted after that (§6.3). The backoff
+// schedule is not shown in the spec: exponential with jitter, scaled down so a soak finishes in
+// seconds.
+// Two ways to send: `simulateSender` keeps `concurrency` deliveries in flight as fast as the
+// receivers answer, with duplicates (copies racing the original, manual resends after it was
+// delivered); `sendAtRate` starts one new delivery every 1/rate s, each with its own retry loop,
+// as a steady stream of events would. Used by the soaks (harness.mjs, inbox-soak.mjs) and the
+// outage experiment (outage.mjs).
 import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { sampleEvent, serializeEvent, signWebhook } from 'svc-webhooks/testing'
@@ -29,12 +34,29 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
  * @property {{ id: string, status: number }[]} permanent a 4xx other than 429: the service drops the delivery
  * @property {string[]} gaveUp ids whose attempts ran out
  * @property {number} maxConsecutiveFailures
+ * @property {boolean} disabled the endpoint was disabled (`disableAfter` consecutive failures)
+ * @property {number | undefined} disabledAtMs when, from the start of the run
+ * @property {number} failedAfterDisabled attempts already in flight when it was disabled that failed too
+ * @property {number} notSent deliveries never attempted because the endpoint was disabled
  * @property {Record<string, number>} statuses answers by status
  * @property {{ p50: number, p99: number, max: number }} latencyMs per attempt
  * @property {number} elapsedMs
  */
 
-/** @typedef {{ id: string, body: string, copy?: 'concurrent' | 'later', resend?: boolean }} Delivery */
+/** @typedef {{ id: string, index: number, body: string, copy?: 'concurrent' | 'later', resend?: boolean }} Delivery */
+
+/**
+ * Retry rules shared by both ways to send.
+ *
+ * @typedef {object} SenderRules
+ * @property {string[]} urls receiver URLs (one picked at random per attempt)
+ * @property {string} secret signing secret
+ * @property {number} [timeoutMs] per attempt (default 10000, spec §6.3 rule 1)
+ * @property {number} [maxAttempts] per copy before giving up (default 30)
+ * @property {number} [backoffMs] first retry pause; doubles per attempt (default 50)
+ * @property {number} [maxBackoffMs] (default 2000)
+ * @property {number} [disableAfter] consecutive failures that disable the endpoint (spec §6.3 rule 4: 20); default never
+ */
 
 /**
  * @param {number[]} sorted
@@ -45,38 +67,39 @@ function percentile(sorted, p) {
   return /** @type {number} */ (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))])
 }
 
+/** @param {number} ms */
+const round = (ms) => Math.round(ms * 10) / 10
+
 /**
- * Sends `count` deliveries to `urls` (picked at random per attempt) and reports what happened.
+ * A `message.received` delivery with a fresh id; its text ends with its index, which the soak
+ * and outage handlers read (`message 49`).
  *
- * @param {object} options
- * @param {string[]} options.urls receiver URLs
- * @param {string} options.secret signing secret
- * @param {number} options.count deliveries (distinct ids)
- * @param {number} [options.concurrency] deliveries in flight at once (default 32)
- * @param {number} [options.duplicateRate] share of deliveries sent twice (default 0.3)
- * @param {number} [options.concurrentShare] share of those duplicates racing the original (default 0.5)
- * @param {number} [options.timeoutMs] per attempt (default 10000, spec §6.3)
- * @param {number} [options.maxAttempts] per copy before giving up (default 30)
- * @param {number} [options.backoffMs] first retry pause; doubles per attempt (default 50)
- * @param {number} [options.maxBackoffMs] (default 2000)
- * @param {(delivered: number) => void} [options.onProgress] after each delivery's first send ends
- * @returns {Promise<{ figures: SenderFigures, ids: string[], delivered: Set<string> }>} figures, every id sent, the ids answered 2xx
- * @example
- * const figures = await simulateSender({ urls: ['http://127.0.0.1:3000/'], secret, count: 1000 })
+ * @param {number} index
+ * @returns {Delivery}
  */
-export async function simulateSender({
-  urls,
-  secret,
-  count,
-  concurrency = 32,
-  duplicateRate = 0.3,
-  concurrentShare = 0.5,
-  timeoutMs = 10_000,
-  maxAttempts = 30,
-  backoffMs = 50,
-  maxBackoffMs = 2000,
-  onProgress,
-}) {
+export function makeDelivery(index) {
+  const event = sampleEvent('message.received')
+  event.message.id = randomUUID()
+  event.message.text = `soak message ${index}`
+  return { id: randomUUID(), index, body: serializeEvent(event) }
+}
+
+/**
+ * The index a delivery made by {@link makeDelivery} carries in its text.
+ *
+ * @param {{ message: { text: string } }} event
+ * @returns {number}
+ */
+export function deliveryIndex(event) {
+  return Number(/message (\d+)$/.exec(event.message.text)?.[1] ?? -1)
+}
+
+/**
+ * The retry loop of one copy of a delivery, with the figures every way to send shares.
+ *
+ * @param {SenderRules} rules
+ */
+function createSender({ urls, secret, timeoutMs = 10_000, maxAttempts = 30, backoffMs = 50, maxBackoffMs = 2000, disableAfter = Infinity }) {
   const started = performance.now()
   /** @type {number[]} */
   const latencies = []
@@ -84,7 +107,7 @@ export async function simulateSender({
   const statuses = {}
   /** @type {SenderFigures} */
   const figures = {
-    deliveries: count,
+    deliveries: 0,
     duplicatesSent: 0,
     concurrentResends: 0,
     laterResends: 0,
@@ -96,23 +119,32 @@ export async function simulateSender({
     permanent: [],
     gaveUp: [],
     maxConsecutiveFailures: 0,
+    disabled: false,
+    disabledAtMs: undefined,
+    failedAfterDisabled: 0,
+    notSent: 0,
     statuses,
     latencyMs: { p50: 0, p99: 0, max: 0 },
     elapsedMs: 0,
   }
-  /** @type {Set<string>} ids with at least one 2xx answer */
-  const delivered = new Set()
   let consecutiveFailures = 0
 
   const failure = () => {
+    if (figures.disabled) figures.failedAfterDisabled++
     consecutiveFailures++
     if (consecutiveFailures > figures.maxConsecutiveFailures) figures.maxConsecutiveFailures = consecutiveFailures
+    if (consecutiveFailures >= disableAfter && !figures.disabled) {
+      // §6.3 rule 4: disabled until a person re-enables it. Nothing more is attempted.
+      figures.disabled = true
+      figures.disabledAtMs = Math.round(performance.now() - started)
+    }
   }
 
   /**
-   * One copy of a delivery through the retry loop.
+   * One copy of a delivery through the retry loop: true once answered 2xx.
    *
    * @param {Delivery} delivery
+   * @returns {Promise<boolean>}
    */
   async function send(delivery) {
     figures.copies++
@@ -122,6 +154,7 @@ export async function simulateSender({
         const pause = Math.min(maxBackoffMs, backoffMs * 2 ** (attempt - 2))
         await sleep(pause * (0.5 + Math.random() / 2))
       }
+      if (figures.disabled) return false
       // Fresh timestamp and signatures on every attempt, over the same stored bytes (§6.2).
       const signed = await signWebhook({ secret, body: delivery.body, id: delivery.id })
       const url = /** @type {string} */ (urls[Math.floor(Math.random() * urls.length)])
@@ -151,18 +184,50 @@ export async function simulateSender({
       figures.permanent.push({ id: delivery.id, status })
       return false
     }
-    figures.gaveUp.push(delivery.id)
+    if (!figures.disabled) figures.gaveUp.push(delivery.id)
     return false
   }
+
+  function finish() {
+    figures.duplicatesSent = figures.concurrentResends + figures.laterResends
+    latencies.sort((a, b) => a - b)
+    figures.latencyMs = { p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)), max: round(latencies.at(-1) ?? 0) }
+    figures.elapsedMs = Math.round(performance.now() - started)
+    return figures
+  }
+
+  return { figures, send, finish }
+}
+
+/**
+ * Sends `count` deliveries to `urls` (picked at random per attempt), `concurrency` at a time,
+ * with duplicates, and reports what happened.
+ *
+ * @param {SenderRules & {
+ *   count: number,
+ *   concurrency?: number,
+ *   duplicateRate?: number,
+ *   concurrentShare?: number,
+ *   onProgress?: (delivered: number) => void,
+ * }} options `concurrency` deliveries in flight at once (default 32); `duplicateRate` share of
+ *   deliveries sent twice (default 0.3); `concurrentShare` share of those racing the original
+ *   (default 0.5); `onProgress` after each delivery's first send ends
+ * @returns {Promise<{ figures: SenderFigures, ids: string[], delivered: Set<string> }>} figures, every id made, the ids answered 2xx
+ * @example
+ * const { figures } = await simulateSender({ urls: ['http://127.0.0.1:3000/'], secret, count: 1000 })
+ */
+export async function simulateSender({ count, concurrency = 32, duplicateRate = 0.3, concurrentShare = 0.5, onProgress, ...rules }) {
+  const { figures, send, finish } = createSender(rules)
+  figures.deliveries = count
+  /** @type {Set<string>} ids with at least one 2xx answer */
+  const delivered = new Set()
 
   /** @type {Delivery[]} */
   const queue = []
   for (let i = 0; i < count; i++) {
-    const event = sampleEvent('message.received')
-    event.message.id = randomUUID()
-    event.message.text = `soak message ${i}`
-    const copy = Math.random() < duplicateRate ? (Math.random() < concurrentShare ? 'concurrent' : 'later') : undefined
-    queue.push({ id: randomUUID(), body: serializeEvent(event), copy })
+    const delivery = makeDelivery(i)
+    delivery.copy = Math.random() < duplicateRate ? (Math.random() < concurrentShare ? 'concurrent' : 'later') : undefined
+    queue.push(delivery)
   }
   const ids = queue.map((d) => d.id)
   /** @type {Delivery[]} */
@@ -170,7 +235,10 @@ export async function simulateSender({
   let done = 0
 
   async function worker() {
+    // Bounded: each turn removes one delivery from `queue` or `resends`, and only a delivery
+    // from `queue` adds (at most one) resend.
     for (;;) {
+      if (figures.disabled) return
       // Manual resends go out mixed with new deliveries, not all at the end.
       const delivery = (resends.length > 0 && Math.random() < 0.5 ? resends.shift() : queue.shift()) ?? resends.shift()
       if (delivery === undefined) return
@@ -192,12 +260,48 @@ export async function simulateSender({
   }
 
   await Promise.all(Array.from({ length: concurrency }, worker))
-  figures.duplicatesSent = figures.concurrentResends + figures.laterResends
-  latencies.sort((a, b) => a - b)
-  figures.latencyMs = { p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)), max: round(latencies.at(-1) ?? 0) }
-  figures.elapsedMs = Math.round(performance.now() - started)
-  return { figures, ids, delivered }
+  figures.notSent = queue.length
+  return { figures: finish(), ids, delivered }
 }
 
-/** @param {number} ms */
-const round = (ms) => Math.round(ms * 10) / 10
+/**
+ * Starts `count` deliveries, one every `1000 / rate` ms, each with its own retry loop (no cap on
+ * deliveries in flight, as a service emitting a steady stream of events), and waits for all of
+ * them to be delivered, dropped or stopped by the endpoint being disabled.
+ *
+ * @param {SenderRules & { count: number, rate: number, onSchedule?: (index: number) => void }} options
+ *   `rate` deliveries per second; `onSchedule` as each delivery is started
+ * @returns {Promise<{ figures: SenderFigures, ids: string[], delivered: Set<string> }>}
+ * @example
+ * const { figures } = await sendAtRate({ urls: ['http://127.0.0.1:3000/webhooks/svc'], secret, count: 800, rate: 20, disableAfter: 20 })
+ */
+export async function sendAtRate({ count, rate, onSchedule, ...rules }) {
+  const { figures, send, finish } = createSender(rules)
+  figures.deliveries = count
+  const start = performance.now()
+  /** @type {Set<string>} */
+  const delivered = new Set()
+  /** @type {string[]} */
+  const ids = []
+  /** @type {Promise<void>[]} */
+  const inFlight = []
+  for (let i = 0; i < count; i++) {
+    // Scheduled against the start, so a slow turn of the event loop does not stretch the run.
+    const wait = start + (i * 1000) / rate - performance.now()
+    if (wait > 0) await sleep(wait)
+    const delivery = makeDelivery(i)
+    ids.push(delivery.id)
+    if (figures.disabled) {
+      figures.notSent++
+      continue
+    }
+    onSchedule?.(i)
+    inFlight.push(
+      send(delivery).then((ok) => {
+        if (ok) delivered.add(delivery.id)
+      }),
+    )
+  }
+  await Promise.all(inFlight)
+  return { figures: finish(), ids, delivered }
+}

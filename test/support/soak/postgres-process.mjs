@@ -1,0 +1,92 @@
+// @ts-check
+// A throwaway Postgres for the inbox soak on PostgresInbox (`npm run soak -- --inbox postgres`):
+// `initdb` into a temp dir and `pg_ctl start` on a free port of 127.0.0.1, run as the `postgres`
+// user when this runs as root (initdb refuses root). Plain JS because `npm run soak` runs on
+// Node 20 without a TypeScript loader; test/support/postgres-server.ts does the same for the suites.
+// Unlike the suites' server, fsync stays on: the soak is about what survives.
+import { spawn, spawnSync } from 'node:child_process'
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { tmpdir, userInfo } from 'node:os'
+import { join } from 'node:path'
+import { freePort } from '../free-port.mjs'
+
+/**
+ * The directory holding initdb and pg_ctl: $PG_BIN_DIR, `pg_config --bindir`, or the newest
+ * /usr/lib/postgresql/<version>/bin; undefined when none is found.
+ *
+ * @returns {string | undefined}
+ */
+export function findPostgresBinDir() {
+  if (process.env.PG_BIN_DIR) return process.env.PG_BIN_DIR
+  const onPath = spawnSync('pg_config', ['--bindir'], { encoding: 'utf8' })
+  if (onPath.status === 0 && existsSync(join(onPath.stdout.trim(), 'initdb'))) return onPath.stdout.trim()
+  const root = '/usr/lib/postgresql'
+  if (!existsSync(root)) return undefined
+  const versions = readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'initdb')))
+  versions.sort((a, b) => Number(b) - Number(a))
+  return versions[0] === undefined ? undefined : join(root, versions[0], 'bin')
+}
+
+const isRoot = userInfo().uid === 0
+
+/** @returns {number | undefined} */
+function postgresUid() {
+  const probe = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' })
+  return probe.status === 0 ? Number(probe.stdout.trim()) : undefined
+}
+
+/**
+ * @param {string[]} args
+ * @returns {Promise<{ code: number | null, output: string }>}
+ */
+function run(args) {
+  const [cmd, ...rest] = isRoot ? ['runuser', '-u', 'postgres', '--', ...args] : args
+  return new Promise((resolve) => {
+    const child = spawn(/** @type {string} */ (cmd), rest, { stdio: ['ignore', 'pipe', 'pipe'] })
+    let output = ''
+    child.stdout.on('data', (d) => (output += d))
+    child.stderr.on('data', (d) => (output += d))
+    child.once('exit', (code) => resolve({ code, output }))
+  })
+}
+
+/**
+ * Starts a Postgres cluster. `kill()` is an immediate shutdown (a crash, as far as clients can
+ * tell: recovery replays the WAL on the next start), `start()` starts it again on the same port,
+ * `stop()` shuts it down and removes its files.
+ *
+ * @returns {Promise<{ url: string, kill: () => Promise<void>, start: () => Promise<void>, stop: () => Promise<void> }>}
+ * @example
+ * const pg = await startPostgresServer()
+ * const pool = new Pool({ connectionString: pg.url })
+ */
+export async function startPostgresServer() {
+  const binDir = findPostgresBinDir()
+  if (!binDir) throw new Error('no Postgres binaries found (initdb, pg_ctl: set PG_BIN_DIR or install postgresql)')
+  const uid = isRoot ? postgresUid() : undefined
+  if (isRoot && uid === undefined) throw new Error('running as root and no `postgres` user to run initdb as')
+  const dir = mkdtempSync(join(tmpdir(), 'svc-webhooks-soak-pg-'))
+  if (uid !== undefined) chownSync(dir, uid, -1)
+  const data = join(dir, 'data')
+  const port = await freePort()
+  const init = await run([join(binDir, 'initdb'), '-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8'])
+  if (init.code !== 0) throw new Error(`initdb failed: ${init.output.slice(-500)}`)
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200`
+  const start = async () => {
+    const started = await run([join(binDir, 'pg_ctl'), '-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '60', 'start'])
+    if (started.code !== 0) throw new Error(`pg_ctl start failed: ${started.output.slice(-500)}`)
+  }
+  const kill = async () => {
+    await run([join(binDir, 'pg_ctl'), '-D', data, '-m', 'immediate', '-w', 'stop'])
+  }
+  await start()
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    kill,
+    start,
+    async stop() {
+      await kill()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
