@@ -16,8 +16,8 @@
  * --servers express,hono,fastify,node,bun,deno, --no-write.
  */
 import { spawn } from 'node:child_process'
-import { existsSync, writeFileSync } from 'node:fs'
-import { cpus } from 'node:os'
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { cpus, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
@@ -29,7 +29,9 @@ const PATH = '/webhooks/svc'
 const BINARIES = join(ROOT, 'scripts/runtime-binaries/node_modules')
 const RUNTIMES = {
   node: { command: process.execPath, args: [SERVERS_FILE] },
-  bun: { command: join(BINARIES, '@oven/bun-linux-x64/bin/bun'), args: [SERVERS_FILE] },
+  // Bun applies the cwd's tsconfig.json `paths` at run time (they map `#crypto` to the type-only
+  // contract): give it an empty tsconfig so it resolves the package as users install it.
+  bun: { command: join(BINARIES, '@oven/bun-linux-x64/bin/bun'), args: [`--tsconfig-override=${emptyTsconfig()}`, SERVERS_FILE] },
   deno: {
     command: join(BINARIES, '@deno/linux-x64-glibc/deno'),
     args: ['run', '--node-modules-dir=manual', '--no-lock', '--allow-net=127.0.0.1', `--allow-read=${ROOT}`, '--allow-env', SERVERS_FILE],
@@ -46,6 +48,12 @@ const SERVERS = [
 const MODES = ['bare', 'floor', 'webhooks']
 
 await main()
+
+function emptyTsconfig() {
+  const file = join(mkdtempSync(join(tmpdir(), 'svc-bench-')), 'tsconfig.json')
+  writeFileSync(file, '{}\n')
+  return file
+}
 
 /** Starts one server process; resolves its port and a stop function. */
 async function startServer(runtime, server, mode) {

@@ -334,7 +334,8 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
       let claim: ClaimResult
       try {
         // Inside `try`, a synchronous throw and a plain (non-promise) answer are handled alike.
-        claim = await store.claim(key, owner, leaseMs)
+        const answer = store.claim(key, owner, leaseMs)
+        claim = typeof answer === 'string' ? answer : await answer
       } catch (error) {
         await releaseAll(held, owner)
         return end(result, 'store_unavailable', error)
@@ -347,7 +348,9 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     }
 
     try {
-      await handler!(delivery.event, delivery as VerifiedDelivery<unknown>)
+      const ran = handler!(delivery.event, delivery as VerifiedDelivery<unknown>)
+      // A synchronous handler costs no extra turn of the event loop.
+      if (ran !== null && typeof ran === 'object' && typeof (ran as Promise<unknown>).then === 'function') await ran
     } catch (error) {
       // If releasing fails too, the lease expires and the retry runs the handler then.
       await releaseAll(held, owner)
@@ -356,7 +359,8 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     // The handler's work is done: answer 2xx even if recording it fails, and report the failure.
     for (const key of held) {
       try {
-        const owned = await store.complete(key, owner, retentionMs)
+        const answer = store.complete(key, owner, retentionMs)
+        const owned = typeof answer === 'boolean' ? answer : await answer
         if (owned === false) {
           // The lease ran out while the handler ran, so another request may have run it too.
           result.error = new Error(

@@ -57,7 +57,9 @@ export async function verifyTransported<R>(request: R, transport: WebhookTranspo
   requireWellFormed(signed)
   const secrets = opts.secrets ?? (await lookupSecrets(opts, request))
   const body = await transport.body(request, maxBodyBytes, opts.bodyTimeoutMs)
-  const delivery = (await matchSignature(signed, body, secrets, true)) as VerifiedDelivery
+  // node:crypto answers at once: no promise to wait for then.
+  const matched = matchSignature(signed, body, secrets, true)
+  const delivery = (matched instanceof Promise ? await matched : matched) as VerifiedDelivery
   return { signed, delivery, secrets }
 }
 

@@ -24,7 +24,7 @@
 import { decodeUtf8 } from '#crypto'
 import type { WebhookEvent } from '../events.js'
 import type { WebhookHandler, WebhookHandlers } from '../receiver.js'
-import type { ClaimResult, IdempotencyStore } from '../stores/store.js'
+import { quietly, type ClaimResult, type IdempotencyStore } from '../stores/store.js'
 import { DEFAULT_INBOX_RETENTION_MS, type AppendResult, type InboxDelivery, type WebhookInboxProducer } from './inbox.js'
 import { retryDelay, type InboxWorkerResult } from './worker.js'
 
@@ -180,12 +180,12 @@ export class QueueInbox implements WebhookInboxProducer {
     }
     // The message is stored. If recording that fails, the claim expires after leaseMs and the
     // consumer's processed record keeps a second copy from running the handler again.
-    for (const key of held) await this.store.complete(key, owner, this.retentionMs).catch(() => undefined)
+    for (const key of held) await quietly(() => this.store.complete(key, owner, this.retentionMs))
     return 'accepted'
   }
 
   private async release(keys: readonly string[], owner: string): Promise<void> {
-    for (const key of keys) await this.store.release(key, owner).catch(() => undefined)
+    for (const key of keys) await quietly(() => this.store.release(key, owner))
   }
 }
 
@@ -299,7 +299,7 @@ export function createQueueConsumer(options: QueueConsumerOptions): (batch: Queu
     try {
       await handler(event, { id, timestamp, signatureVersion, secretIndex, rawBody, event })
     } catch (error) {
-      await store.release(key, owner).catch(() => undefined)
+      await quietly(() => store.release(key, owner))
       return done('retrying', { error, retryInMs: backoff() })
     }
     // The handler's work is done: ack even if recording it fails (the claim then expires).

@@ -10,7 +10,7 @@
 import { decodeUtf8 } from '#crypto'
 import type { WebhookEvent } from '../events.js'
 import type { WebhookHandler, WebhookHandlers } from '../receiver.js'
-import type { IdempotencyStore } from '../stores/store.js'
+import { quietly, type IdempotencyStore } from '../stores/store.js'
 import type { VerifiedDelivery } from '../verify.js'
 import type { InboxEntry, WebhookInbox } from './inbox.js'
 
@@ -232,11 +232,11 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
       clearInterval(renew)
     }
     if (!failed) {
-      if (store) await store.complete(key, owner, 72 * 60 * 60 * 1000).catch(() => undefined)
+      if (store) await quietly(() => store.complete(key, owner, 72 * 60 * 60 * 1000))
       const owned = await inbox.complete(entry)
       return report({ ...base, outcome: owned ? 'processed' : 'lease_lost', eventType: event.event, durationMs: now() - started })
     }
-    if (store) await store.release(key, owner).catch(() => undefined)
+    if (store) await quietly(() => store.release(key, owner))
     const delay = retryDelay(base.attempts, settings.firstRetryDelayMs, settings.maxRetryDelayMs)
     if (now() + delay - entry.receivedAt > settings.maxRetryAgeMs) {
       await inbox.bury(entry, message(failure))

@@ -61,7 +61,8 @@ export class MemoryStore implements IdempotencyStore {
     return this.completed.size + this.claims.size
   }
 
-  async claim(key: string, owner: string, leaseMs: number): Promise<ClaimResult> {
+  // Synchronous: the receiver skips a promise and a microtask per call (the contract allows plain values).
+  claim(key: string, owner: string, leaseMs: number): ClaimResult {
     const now = this.now()
     const done = this.completed.get(key)
     if (done !== undefined) {
@@ -76,7 +77,7 @@ export class MemoryStore implements IdempotencyStore {
     return 'claimed'
   }
 
-  async complete(key: string, owner: string, retentionMs: number): Promise<boolean> {
+  complete(key: string, owner: string, retentionMs: number): boolean {
     const claim = this.claims.get(key)
     const owned = claim !== undefined && claim.owner === owner
     // A completion ends every claim on the id, also one taken over after this owner's lease expired.
@@ -90,7 +91,7 @@ export class MemoryStore implements IdempotencyStore {
     return owned
   }
 
-  async release(key: string, owner: string): Promise<boolean> {
+  release(key: string, owner: string): boolean {
     const claim = this.claims.get(key)
     if (claim === undefined || claim.owner !== owner) return false
     this.claims.delete(key)

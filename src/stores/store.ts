@@ -4,6 +4,15 @@
  * completion is kept for the retention window; only the owner of a claim may release it.
  */
 
+/** Runs a store call whose outcome does not matter (a sync throw, a rejection, a plain value): never throws. */
+export async function quietly(call: () => unknown): Promise<void> {
+  try {
+    await call()
+  } catch {
+    // The caller has nothing better to do: a lease expires on its own.
+  }
+}
+
 /** What a claim found. */
 export type ClaimResult =
   /** The caller now owns the id until `leaseMs` passes or it completes or releases it. */
@@ -15,7 +24,8 @@ export type ClaimResult =
 
 /**
  * Where processed delivery ids are kept. Every method may reject when the backing service is
- * unreachable; the receiver then answers 503 and does not run the handler.
+ * unreachable; the receiver then answers 503 and does not run the handler. A method may also
+ * answer synchronously (MemoryStore does) or throw.
  *
  * @example
  * const store: IdempotencyStore = new MemoryStore()
@@ -23,12 +33,12 @@ export type ClaimResult =
  */
 export interface IdempotencyStore {
   /** Atomically claims `key` for `owner` unless it is claimed (and the lease is live) or completed. */
-  claim(key: string, owner: string, leaseMs: number): Promise<ClaimResult>
+  claim(key: string, owner: string, leaseMs: number): ClaimResult | Promise<ClaimResult>
   /**
    * Marks `key` processed for `retentionMs`. Resolves false when `owner` no longer held the claim
    * (its lease expired and another request claimed it); the completion is recorded either way.
    */
-  complete(key: string, owner: string, retentionMs: number): Promise<boolean>
+  complete(key: string, owner: string, retentionMs: number): boolean | Promise<boolean>
   /** Drops the claim if `owner` still holds it, so a retry can run the handler. */
-  release(key: string, owner: string): Promise<boolean>
+  release(key: string, owner: string): boolean | Promise<boolean>
 }

@@ -174,7 +174,7 @@ describe('verified deliveries', () => {
   it('unknown event type: 200 ignored, no handler and no claim', async () => {
     const claims: string[] = []
     const store: IdempotencyStore = {
-      claim: async (key) => (claims.push(key), 'claimed'),
+      claim: async (key) => (claims.push(key), 'claimed' as const),
       complete: async () => true,
       release: async () => true,
     }

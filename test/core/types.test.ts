@@ -136,7 +136,7 @@ describe('errors, results and stores', () => {
     expectTypeOf<MemoryStore>().toMatchTypeOf<IdempotencyStore>()
     expectTypeOf<WebhookEventType>().toEqualTypeOf<'message.received'>()
     const store: IdempotencyStore = {
-      claim: async () => 'claimed',
+      claim: async () => 'claimed' as const,
       complete: async () => true,
       release: async () => true,
     }
