@@ -15,7 +15,7 @@ import { MemoryStore } from './stores/memory.js'
 import type { ClaimResult, IdempotencyStore } from './stores/store.js'
 import type { VerifiedDelivery } from './verify.js'
 import type { WebhookInbox, WebhookInboxProducer } from './inbox/inbox.js'
-import { AnswerCounter, resolveLog, resultLine, startupWarnings, type ReceiverStats, type WebhookLog } from './visibility.js'
+import { AnswerCounter, callHook, resolveLog, resultLine, startupWarnings, type ReceiverStats, type WebhookLog } from './visibility.js'
 
 export type { WebhookAnswerCode, WebhookOutcome, WebhookResponse } from './answers.js'
 export type { WebhookTransport } from './transport.js'
@@ -394,16 +394,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
         log(`svc-webhooks: 200 ignored (delivery ${result.id}): no handler for "${result.eventType}" in \`on\`; deliveries of this type are acknowledged unprocessed. (Logged once per type.)`)
       }
     }
-    if (!onResult) return
-    try {
-      const returned = onResult(result)
-      // A rejected promise from an async hook must not become an unhandled rejection.
-      if (returned !== null && typeof returned === 'object' && typeof (returned as Promise<unknown>).then === 'function') {
-        ;(returned as Promise<unknown>).then(undefined, () => undefined)
-      }
-    } catch {
-      // A logging hook must not turn a processed delivery into a failure.
-    }
+    callHook(onResult, result)
   }
 
   async function receive(request: R, transport: WebhookTransport<R>): Promise<WebhookResponse> {

@@ -12,6 +12,22 @@ import { KNOWN_EVENT_TYPES } from './events.js'
 import type { InboxStats } from './inbox/inbox.js'
 import { SECRET_PREFIX } from './options.js'
 
+/**
+ * Calls a user's hook (`onResult`), sync or async: a throw or a rejection is swallowed, so a
+ * logging hook can never change an answer, stop a worker, or become an unhandled rejection.
+ */
+export function callHook<T>(hook: ((value: T) => unknown) | undefined, value: T): void {
+  if (!hook) return
+  try {
+    const returned = hook(value)
+    if (returned !== null && typeof returned === 'object' && typeof (returned as Promise<unknown>).then === 'function') {
+      ;(returned as Promise<unknown>).then(undefined, () => undefined)
+    }
+  } catch {
+    // Swallowed on purpose: see above.
+  }
+}
+
 /** Where the receiver's lines go: a function taking one line, or `false` for none. */
 export type WebhookLog = false | ((line: string) => void)
 

@@ -13,6 +13,7 @@ import type { WebhookHandler, WebhookHandlers } from '../receiver.js'
 import { quietly, type IdempotencyStore } from '../stores/store.js'
 import type { VerifiedDelivery } from '../verify.js'
 import type { InboxEntry, WebhookInbox } from './inbox.js'
+import { callHook } from '../visibility.js'
 
 /** How one taken delivery ended, for logging and metrics. Never holds the body. */
 export interface InboxWorkerResult {
@@ -168,17 +169,7 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
     })
   }
 
-  function report(result: InboxWorkerResult): void {
-    if (!onResult) return
-    try {
-      const returned = onResult(result)
-      if (returned !== null && typeof returned === 'object' && typeof (returned as Promise<unknown>).then === 'function') {
-        ;(returned as Promise<unknown>).then(undefined, () => undefined)
-      }
-    } catch {
-      // A logging hook must not stop the worker.
-    }
-  }
+  const report = (result: InboxWorkerResult): void => callHook(onResult, result)
 
   async function handle(entry: InboxEntry): Promise<void> {
     const started = now()
