@@ -108,18 +108,26 @@ export function readNodeBody(stream: NodeBodyStream, maxBodyBytes: number, timeo
   return new Promise<Uint8Array>((resolve, reject) => {
     const chunks: Uint8Array[] = []
     let total = 0
+    let settled = false
+    const read: PendingRead = { deadline: Date.now() + timeoutMs, expire: () => stop(bodyTimeout(timeoutMs)) }
     const stop = (error: Error | undefined) => {
-      clearTimeout(timer)
+      if (settled) return
+      settled = true
+      pending.delete(read)
+      if (error === undefined) return resolve(join(chunks, total))
+      // A body that stopped early: its listeners go, and the rest is read and dropped.
       stream.removeListener('data', onData)
       stream.removeListener('end', onEnd)
       stream.removeListener('error', onError)
       stream.removeListener('close', onClose)
-      if (error === undefined) return resolve(join(chunks, total))
       chunks.length = 0
       discardNodeBody(stream, timeoutMs)
       reject(error)
     }
+    // After a normal end the stream emits nothing but 'close', which `settled` ignores: its
+    // listeners are left to go with it rather than removed one by one on every request.
     const onData = (part: Uint8Array | string) => {
+      if (settled) return
       const chunk = typeof part === 'string' ? encoder.encode(part) : part
       total += chunk.byteLength
       if (total > maxBodyBytes) return stop(tooLarge(maxBodyBytes))
@@ -127,13 +135,46 @@ export function readNodeBody(stream: NodeBodyStream, maxBodyBytes: number, timeo
     }
     const onEnd = () => stop(undefined)
     const onError = (error: Error) => stop(error)
-    const onClose = () => stop(new Error('svc-webhooks: the client closed the connection before the body was complete.'))
-    const timer = setTimeout(() => stop(bodyTimeout(timeoutMs)), timeoutMs)
+    const onClose = () => {
+      if (!settled) stop(new Error('svc-webhooks: the client closed the connection before the body was complete.'))
+    }
+    watch(read)
     stream.on('data', onData)
     stream.on('end', onEnd)
     stream.on('error', onError)
     stream.on('close', onClose)
   })
+}
+
+/** A read with a deadline, watched by the shared sweeper. */
+interface PendingRead {
+  deadline: number
+  expire(): void
+}
+
+/**
+ * Reads still in progress. One interval checks their deadlines (a timer per request costs more
+ * than the read itself on a fast server): a read is abandoned within `SWEEP_MS` after its
+ * deadline, and the interval stops when nothing is pending.
+ */
+const pending = new Set<PendingRead>()
+const SWEEP_MS = 250
+let sweeper: ReturnType<typeof setInterval> | undefined
+
+function watch(read: PendingRead): void {
+  pending.add(read)
+  if (sweeper !== undefined) return
+  sweeper = setInterval(sweep, SWEEP_MS)
+  ;(sweeper as { unref?: () => void }).unref?.()
+}
+
+function sweep(): void {
+  const now = Date.now()
+  for (const read of pending) if (read.deadline <= now) read.expire()
+  if (pending.size === 0 && sweeper !== undefined) {
+    clearInterval(sweeper)
+    sweeper = undefined
+  }
 }
 
 /**
