@@ -385,7 +385,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
   }
 
   function report(result: WebhookResult): void {
-    counter.count(result.outcome, result.status, result.code, now())
+    counter.count(result.outcome, result.status, result.code, now)
     if (log) {
       const line = resultLine(result)
       if (line) log(line)
@@ -398,7 +398,8 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
   }
 
   async function receive(request: R, transport: WebhookTransport<R>): Promise<WebhookResponse> {
-    const started = now()
+    // `durationMs` is for onResult only: without it, no clock reads per request.
+    const started = onResult ? now() : 0
     const result: WebhookResult = { outcome: 'processed', status: 0, durationMs: 0 }
     let response: WebhookResponse
     try {
@@ -408,7 +409,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     }
     transport.discard?.(request, bodyTimeoutMs)
     result.status = response.status
-    result.durationMs = now() - started
+    if (onResult) result.durationMs = now() - started
     report(result)
     return response
   }
