@@ -13,71 +13,20 @@
  * Talks to 127.0.0.1 only; prints one line per measurement and a JSON summary. Stops its server.
  * SVC_BENCH_SECONDS (default 3) bounds each phase; REDIS_SERVER_BIN picks the binary.
  */
-import { spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { createConnection, createServer } from 'node:net'
-import { cpus, tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { cpus } from 'node:os'
 import { Redis } from 'ioredis'
 import { createClient } from 'redis'
 import { createInboxWorker } from 'svc-webhooks'
 import { RedisInbox } from 'svc-webhooks/redis'
 import { serializeEvent } from 'svc-webhooks/testing'
 import { paddedEvent } from './deliveries.mjs'
+import { startRedisServer } from '../test/support/redis-process.mjs'
 
 const SECONDS = Number(process.env.SVC_BENCH_SECONDS ?? 3)
 const BIN = process.env.REDIS_SERVER_BIN || 'redis-server'
 const BODY = new TextEncoder().encode(serializeEvent(paddedEvent(1024)))
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address()
-      server.close(() => resolve(port))
-    })
-  })
-}
-
-function ping(port) {
-  return new Promise((resolve) => {
-    const socket = createConnection({ host: '127.0.0.1', port })
-    const done = (ok) => {
-      socket.destroy()
-      resolve(ok)
-    }
-    socket.setTimeout(500, () => done(false))
-    socket.once('error', () => done(false))
-    socket.once('connect', () => socket.write('PING\r\n'))
-    socket.once('data', (data) => done(data.toString().startsWith('+PONG')))
-  })
-}
-
-/** A redis-server of our own; `stop()` kills it (by its pid) and removes its dir. */
-async function startRedis(persist) {
-  const port = await freePort()
-  const dir = mkdtempSync(join(tmpdir(), 'svc-webhooks-bench-redis-'))
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--dir', dir, '--loglevel', 'warning']
-  args.push(...(persist ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']))
-  const proc = spawn(BIN, args, { stdio: 'ignore' })
-  const exited = new Promise((resolve) => proc.once('exit', resolve))
-  const stop = async () => {
-    if (proc.exitCode === null && proc.signalCode === null) {
-      proc.kill('SIGTERM')
-      await exited
-    }
-    rmSync(dir, { recursive: true, force: true })
-  }
-  for (let i = 0; i < 200; i++) {
-    if (await ping(port)) return { url: `redis://127.0.0.1:${port}`, stop }
-    await sleep(25)
-  }
-  await stop()
-  throw new Error(`bench: redis-server (${BIN}) did not start on 127.0.0.1:${port}`)
-}
 
 const connectors = {
   async ioredis(url) {
@@ -135,7 +84,7 @@ async function workerPhase(inbox, waiting) {
 const results = []
 console.log(`RedisInbox through one redis-server on 127.0.0.1 (${cpus()[0]?.model ?? 'cpu'} x ${cpus().length}, Node ${process.version}); ${BODY.byteLength}-byte bodies; phases of ${SECONDS} s`)
 for (const persist of [true, false]) {
-  const redis = await startRedis(persist)
+  const redis = await startRedisServer({ persist, bin: BIN })
   const mode = persist ? 'appendonly yes, appendfsync always' : 'no persistence'
   try {
     for (const [name, connect] of Object.entries(connectors)) {
