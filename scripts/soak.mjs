@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util'
 import { findRedisServer } from '../test/support/redis-process.mjs'
 import { runSoak } from '../test/support/soak/harness.mjs'
 import { inboxSoakProblems, QUICK_INBOX_SOAK, runInboxSoak } from '../test/support/soak/inbox-soak.mjs'
-import { findPostgresBinDir } from '../test/support/soak/postgres-process.mjs'
+import { findPostgresBinDir } from '../test/support/postgres-process.mjs'
 
 const { values } = parseArgs({
   options: {

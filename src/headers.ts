@@ -106,7 +106,7 @@ function single(value: HeaderValue): string | undefined {
 }
 
 /** One delivery id: 1 to 256 visible ASCII characters (a regular expression beats a loop here). */
-const ID = /^[\x21-\x7e]{1,256}$/
+export const DELIVERY_ID = /^[\x21-\x7e]{1,256}$/
 /** Decimal Unix seconds, up to 10 digits (the year 2286): anything longer is absurd (DESIGN.md rule 4). */
 const TIMESTAMP = /^\d{1,10}$/
 
@@ -115,7 +115,7 @@ function readId(raw: HeaderValue): string {
   if (id === undefined) {
     throw new WebhookVerificationError('missing_id', `The ${HEADER_ID} header is missing.`)
   }
-  if (!ID.test(id)) {
+  if (!DELIVERY_ID.test(id)) {
     throw new WebhookVerificationError(
       'invalid_id',
       `The ${HEADER_ID} header must be one delivery id of 1 to ${MAX_ID_LENGTH} visible ASCII characters.`,

@@ -7,7 +7,7 @@ import { hmac } from '#crypto'
 import { ANSWERS, DEFAULT_ANSWERS, renderAnswers, type AnswerName, type RenderedAnswers, type WebhookAnswerCode, type WebhookOutcome, type WebhookResponse } from './answers.js'
 import { isWebhookVerificationError } from './errors.js'
 import type { WebhookEventMap } from './events.js'
-import { getHeader, HEADER_ID, MAX_ID_LENGTH } from './headers.js'
+import { DELIVERY_ID, getHeader, HEADER_ID } from './headers.js'
 import { verifyTransported, type Transported, type WebhookTransport } from './transport.js'
 import { toBytes, type WebhookInput } from './input.js'
 import { resolveVerifyOptions, type VerifyOptions } from './options.js'
@@ -282,7 +282,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
       verified = await verifyTransported(request, transport, opts)
     } catch (error) {
       const sent = transport.header(request, HEADER_ID)
-      if (typeof sent === 'string' && sent.length <= MAX_ID_LENGTH && /^[\x21-\x7e]+$/.test(sent)) result.id = sent
+      if (typeof sent === 'string' && DELIVERY_ID.test(sent)) result.id = sent
       // For the log line: which tenant a refused delivery was sent to (best effort, never fatal).
       if (typeof endpoint === 'function') {
         try {

@@ -5,12 +5,13 @@
  * "receiving" and exiting 0 (Express 5 hands the listen error to the callback, not to a throw).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect } from 'vitest'
+import { itNeeding } from './support/services.js'
 
 const root = resolve(import.meta.dirname, '..')
 const secret = 'svc_whsec_examples-test'
@@ -98,16 +99,8 @@ async function busyPort(): Promise<number> {
   return (server.address() as { port: number }).port
 }
 
-/**
- * `it`, or a skip that says why. Bun and Deno come from scripts/runtime-binaries, which
- * `npm run test:runtimes` installs after `npm test` has run on a fresh clone (.ci/run); that
- * script then runs this suite again under Node 22 and 24, with them installed.
- */
-function needs(binary: string) {
-  if (existsSync(binary)) return it
-  console.warn(`examples: skipping, ${binary} is not installed (npm run test:runtimes installs it)`)
-  return it.skip
-}
+/** Bun and Deno come from scripts/runtime-binaries, which .ci/run installs before `npm test`. */
+const needs = itNeeding
 
 describe.each(EXAMPLES)('examples/$name', (example) => {
   needs(example.binary)('on a free port: prints its URL and answers a signed delivery 200', async () => {

@@ -13,6 +13,7 @@ import { pathToFileURL } from 'node:url'
 import { build } from 'esbuild'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { describeCaseTable, httpTransport, tenantPath } from '../support/case-table.js'
+import { itNeeding } from '../support/services.js'
 
 const root = resolve(import.meta.dirname, '../..')
 const work = mkdtempSync(join(tmpdir(), 'svc-webhooks-runtimes-'))
@@ -207,12 +208,7 @@ describe('examples', () => {
     })
   }
 
-  /** `it`, or a skip that says why outside CI (under CI a missing binary fails the test). */
-  const needs = (binary: string) => {
-    if (existsSync(binary) || process.env.CI === 'true') return it
-    console.warn(`runtime matrix: skipping an example, ${binary} is not installed (npm ci in scripts/runtime-binaries installs it)`)
-    return it.skip
-  }
+  const needs = itNeeding
 
   const bun = RUNTIMES.find((r) => r.kind === 'bun')!.binary
   needs(bun)('examples/bun/server.ts answers a signed delivery 200', async () => {

@@ -4,7 +4,7 @@
  * persistence, stoppable and restartable for fault tests (redis-process.mjs). Where redis-server
  * is missing the suites say so and skip; under CI=true they fail instead of skipping.
  */
-import { describe, it } from 'vitest'
+import { describeWithService } from './services.js'
 import { findRedisServer, startRedisServer, type RedisServer } from './redis-process.mjs'
 
 export { startRedisServer, type RedisServer }
@@ -24,18 +24,5 @@ export const redisSkipReason = bin
  * describeWithRedis('RedisStore', () => { ... })
  */
 export function describeWithRedis(name: string, body: () => void): void {
-  if (redisSkipReason === undefined) {
-    describe(name, body)
-    return
-  }
-  if (process.env.CI === 'true') {
-    describe(name, () => {
-      it('needs redis-server under CI', () => {
-        throw new Error(`${redisSkipReason}. CI=true: install it (the .ci/run script does).`)
-      })
-    })
-    return
-  }
-  console.warn(`[svc-webhooks tests] ${name}: SKIPPED: ${redisSkipReason}.`)
-  describe.skip(name, body)
+  describeWithService(name, 'redis-server', redisSkipReason, body)
 }

@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url'
 import { startRedisServer } from '../redis-process.mjs'
 import { postgresEffects, redisEffects } from './effects.mjs'
 import { connectPostgres, connectRedis, openInbox } from './engines.mjs'
-import { startPostgresServer } from './postgres-process.mjs'
+import { startPostgresServer } from '../postgres-process.mjs'
 import { startChild } from './processes.mjs'
 import { simulateSender } from './sender.mjs'
 

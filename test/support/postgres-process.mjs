@@ -1,14 +1,13 @@
 // @ts-check
-// A throwaway Postgres for the inbox soak on PostgresInbox (`npm run soak -- --inbox postgres`):
-// `initdb` into a temp dir and `pg_ctl start` on a free port of 127.0.0.1, run as the `postgres`
-// user when this runs as root (initdb refuses root). Plain JS because `npm run soak` runs on
-// Node 20 without a TypeScript loader; test/support/postgres-server.ts does the same for the suites.
-// Unlike the suites' server, fsync stays on: the soak is about what survives.
+// A throwaway Postgres for the suites (postgres-server.ts) and the inbox soak: `initdb` into a
+// temp dir and `pg_ctl start` on a free port of 127.0.0.1 (unix socket in the temp dir, trust
+// auth), run as the `postgres` user when this runs as root (initdb refuses root). Plain JS because
+// `npm run soak` runs on Node 20 without a TypeScript loader.
 import { spawn, spawnSync } from 'node:child_process'
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
-import { freePort } from '../free-port.mjs'
+import { freePort } from './free-port.mjs'
 
 /**
  * The directory holding initdb and pg_ctl: $PG_BIN_DIR, `pg_config --bindir`, or the newest
@@ -30,9 +29,20 @@ export function findPostgresBinDir() {
 const isRoot = userInfo().uid === 0
 
 /** @returns {number | undefined} */
-function postgresUid() {
+export function postgresUid() {
   const probe = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' })
   return probe.status === 0 ? Number(probe.stdout.trim()) : undefined
+}
+
+/**
+ * Why a Postgres cannot be started here, or undefined when it can.
+ *
+ * @returns {string | undefined}
+ */
+export function postgresSkipReason() {
+  if (findPostgresBinDir() === undefined) return 'no Postgres binaries found (initdb, pg_ctl: set PG_BIN_DIR or install postgresql)'
+  if (isRoot && postgresUid() === undefined) return 'running as root and no `postgres` user to run initdb as'
+  return undefined
 }
 
 /**
@@ -55,23 +65,25 @@ function run(args) {
  * tell: recovery replays the WAL on the next start), `start()` starts it again on the same port,
  * `stop()` shuts it down and removes its files.
  *
- * @returns {Promise<{ url: string, kill: () => Promise<void>, start: () => Promise<void>, stop: () => Promise<void> }>}
+ * @param {{ fsync?: boolean, maxConnections?: number }} [options]
+ * @returns {Promise<{ port: number, url: string, kill: () => Promise<void>, start: () => Promise<void>, stop: () => Promise<void> }>}
  * @example
  * const pg = await startPostgresServer()
  * const pool = new Pool({ connectionString: pg.url })
  */
-export async function startPostgresServer() {
-  const binDir = findPostgresBinDir()
-  if (!binDir) throw new Error('no Postgres binaries found (initdb, pg_ctl: set PG_BIN_DIR or install postgresql)')
+export async function startPostgresServer({ fsync = true, maxConnections = 200 } = {}) {
+  const reason = postgresSkipReason()
+  if (reason) throw new Error(reason)
+  const binDir = /** @type {string} */ (findPostgresBinDir())
   const uid = isRoot ? postgresUid() : undefined
-  if (isRoot && uid === undefined) throw new Error('running as root and no `postgres` user to run initdb as')
-  const dir = mkdtempSync(join(tmpdir(), 'svc-webhooks-soak-pg-'))
+  const dir = mkdtempSync(join(tmpdir(), 'svc-webhooks-pg-'))
   if (uid !== undefined) chownSync(dir, uid, -1)
   const data = join(dir, 'data')
   const port = await freePort()
   const init = await run([join(binDir, 'initdb'), '-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8'])
   if (init.code !== 0) throw new Error(`initdb failed: ${init.output.slice(-500)}`)
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200`
+  // The suites run with fsync off (speed); the soak keeps it on (it is about what survives).
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=${maxConnections}${fsync ? '' : ' -c fsync=off'}`
   const start = async () => {
     const started = await run([join(binDir, 'pg_ctl'), '-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '60', 'start'])
     if (started.code !== 0) throw new Error(`pg_ctl start failed: ${started.output.slice(-500)}`)
@@ -81,6 +93,7 @@ export async function startPostgresServer() {
   }
   await start()
   return {
+    port,
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     kill,
     start,
