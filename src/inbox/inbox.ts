@@ -112,10 +112,3 @@ export interface InboxOptions {
 }
 
 export const DEFAULT_INBOX_RETENTION_MS = 72 * 60 * 60 * 1000
-
-/** True for an object with every method of {@link WebhookInbox}. */
-export function isInbox(value: unknown): value is WebhookInbox {
-  if (typeof value !== 'object' || value === null) return false
-  const inbox = value as Record<string, unknown>
-  return ['append', 'take', 'complete', 'retry', 'bury', 'extend', 'dead', 'requeue', 'stats'].every((name) => typeof inbox[name] === 'function')
-}
