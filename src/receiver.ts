@@ -7,13 +7,14 @@ import { hmac } from '#crypto'
 import { ANSWERS, DEFAULT_ANSWERS, renderAnswers, type AnswerName, type RenderedAnswers, type WebhookAnswerCode, type WebhookOutcome, type WebhookResponse } from './answers.js'
 import { isWebhookVerificationError } from './errors.js'
 import type { WebhookEventMap } from './events.js'
-import { DELIVERY_ID, getHeader, HEADER_ID } from './headers.js'
-import { verifyTransported, type Transported, type WebhookTransport } from './transport.js'
+import { DELIVERY_ID, getHeader, HEADER_ID, type SignedHeaders } from './headers.js'
+import { checkBeforeBody, type WebhookTransport } from './transport.js'
 import { toBytes, type WebhookInput } from './input.js'
-import { resolveVerifyOptions, type VerifyOptions } from './options.js'
+import { resolveVerifyOptions, type SecretSet, type VerifyOptions } from './options.js'
+import { lookupSecrets } from './secrets.js'
 import { MemoryStore } from './stores/memory.js'
 import type { ClaimResult, IdempotencyStore } from './stores/store.js'
-import type { VerifiedDelivery } from './verify.js'
+import { matchSignature, type VerifiedDelivery } from './verify.js'
 import type { WebhookInbox, WebhookInboxProducer } from './inbox/inbox.js'
 import { AnswerCounter, callHook, resolveLog, resultLine, startupWarnings, type ReceiverStats, type WebhookLog } from './visibility.js'
 
@@ -183,7 +184,7 @@ export function endpointNamespace(endpoint: string): string {
  * collide with an id key. An exact replay finds it; a genuine v1 retry carries a fresh timestamp
  * (spec/service-api.md §6.2) and gets a new one.
  */
-async function v1ReplayKey(namespace: string, { signed, delivery, secrets }: Transported): Promise<string> {
+async function v1ReplayKey(namespace: string, signed: SignedHeaders, delivery: VerifiedDelivery, secrets: SecretSet): Promise<string> {
   const digest = await hmac(secrets.keys[delivery.secretIndex]!, `${signed.timestampText}.`, delivery.rawBody)
   let hex = ''
   for (let i = 0; i < digest.length; i++) hex += digest[i]!.toString(16).padStart(2, '0')
@@ -197,7 +198,7 @@ async function v1ReplayKey(namespace: string, { signed, delivery, secrets }: Tra
 let ownerPrefix: string | undefined
 let owners = 0
 // Drawn on first use: Workers refuse random values at module scope.
-const nextOwner = (): string => `${(ownerPrefix ??= crypto.randomUUID())}:${(owners++).toString(36)}`
+const nextOwner = (): string => `${(ownerPrefix ??= crypto.randomUUID())}:${owners++}`
 
 /** The transport of `handle`: the body is already bytes. */
 const HELD: WebhookTransport<WebhookRequest & { bytes: Uint8Array }> = {
@@ -274,110 +275,158 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     return answer
   }
 
-  async function run(request: R, transport: WebhookTransport<R>, result: WebhookResult): Promise<WebhookResponse> {
-    const method = transport.method(request)
-    if (method !== undefined && method.toUpperCase() !== 'POST') return end(result, 'method_not_allowed')
-    let verified: Transported
+  /**
+   * The whole request path, in one async function (each layer of promises costs a turn of the
+   * event loop per delivery): method, the checks before the body, the read, verify, dedupe or
+   * enqueue, then the answer. Every way out sets `answer` and leaves the `flow` block.
+   */
+  async function receive(request: R, transport: WebhookTransport<R>): Promise<WebhookResponse> {
+    // `durationMs` is for onResult only: without it, no clock reads per request.
+    const started = onResult ? now() : 0
+    const result: WebhookResult = { outcome: 'processed', status: 0, durationMs: 0 }
+    let answer: WebhookResponse
     try {
-      verified = await verifyTransported(request, transport, opts)
-    } catch (error) {
-      const sent = transport.header(request, HEADER_ID)
-      if (typeof sent === 'string' && DELIVERY_ID.test(sent)) result.id = sent
-      // For the log line: which tenant a refused delivery was sent to (best effort, never fatal).
-      if (typeof endpoint === 'function') {
+      flow: {
+        const method = transport.method(request)
+        if (method !== undefined && method !== 'POST' && method.toUpperCase() !== 'POST') {
+          answer = end(result, 'method_not_allowed')
+          break flow
+        }
+        let signed: SignedHeaders
+        let secrets: SecretSet
+        let delivery: VerifiedDelivery
         try {
-          const name = await (endpoint as EndpointLookup<R>)(request)
-          if (typeof name === 'string' && name.length > 0) result.endpoint = name
-        } catch {
-          // The refusal stands on its own.
+          signed = checkBeforeBody(request, transport, opts)
+          secrets = opts.secrets ?? (await lookupSecrets(opts, request))
+          const read = transport.body(request, maxBodyBytes, bodyTimeoutMs)
+          // node:crypto answers at once, and a body already held needs no waiting: no promise then.
+          const matched = matchSignature(signed, read instanceof Uint8Array ? read : await read, secrets, true)
+          delivery = (matched instanceof Promise ? await matched : matched) as VerifiedDelivery
+        } catch (error) {
+          answer = await refuse(request, transport, result, error)
+          break flow
         }
-      }
-      return end(result, answerNameOf(error), error)
-    }
-    const { delivery } = verified
-    const type = delivery.event.event
-    result.id = delivery.id
-    result.eventType = type
-    result.signatureVersion = delivery.signatureVersion
-    const handler = handlers && Object.hasOwn(handlers, type) ? handlers[type] : undefined
-    if (handler === undefined && (!inbox || handlers)) return end(result, 'ignored')
-    let namespace = fixedNamespace
-    if (namespace === undefined) {
-      try {
-        const name = await (endpoint as EndpointLookup<R>)(request)
-        if (typeof name !== 'string' || name.length === 0) throw new TypeError('the `endpoint` function returned no endpoint name.')
-        result.endpoint = name
-        namespace = endpointNamespace(name)
-      } catch (error) {
-        return end(result, 'secret_lookup_failed', error)
-      }
-    } else result.endpoint = endpoint as string
+        const type = delivery.event.event
+        result.id = delivery.id
+        result.eventType = type
+        result.signatureVersion = delivery.signatureVersion
+        const handler = handlers && Object.hasOwn(handlers, type) ? handlers[type] : undefined
+        if (handler === undefined && (!inbox || handlers)) {
+          answer = end(result, 'ignored')
+          break flow
+        }
+        let namespace = fixedNamespace
+        if (namespace === undefined) {
+          try {
+            const name = await (endpoint as EndpointLookup<R>)(request)
+            if (typeof name !== 'string' || name.length === 0) throw new TypeError('the `endpoint` function returned no endpoint name.')
+            result.endpoint = name
+            namespace = endpointNamespace(name)
+          } catch (error) {
+            answer = end(result, 'secret_lookup_failed', error)
+            break flow
+          }
+        } else result.endpoint = endpoint as string
 
-    // A v2 signature covers the id, the dedupe key. A v1 signature does not (spec §6.2): its
-    // replay key is what it signs. With allowV1, a v2 delivery holds both, so stripping its v2
-    // header to replay it as v1 finds the completion too.
-    const keys: string[] = []
-    if (delivery.signatureVersion === 'v2') keys.push(`${namespace}:${delivery.id}`)
-    if (opts.allowV1) keys.push(await v1ReplayKey(namespace, verified))
-    if (inbox) {
-      const { id, timestamp, signatureVersion, secretIndex, rawBody } = delivery
-      try {
-        const appended = await inbox.append({ keys, endpoint: result.endpoint!, id, timestamp, signatureVersion, secretIndex, rawBody, receivedAt: now() })
-        return end(result, appended === 'accepted' ? 'accepted' : 'duplicate')
-      } catch (error) {
-        return end(result, 'inbox_unavailable', error)
-      }
-    }
-    const owner = nextOwner()
-    const held: string[] = []
-    for (const key of keys) {
-      let claim: ClaimResult
-      try {
-        // Inside `try`, a synchronous throw and a plain (non-promise) answer are handled alike.
-        const answer = store.claim(key, owner, leaseMs)
-        claim = typeof answer === 'string' ? answer : await answer
-      } catch (error) {
-        await releaseAll(held, owner)
-        return end(result, 'store_unavailable', error)
-      }
-      if (claim !== 'claimed') {
-        await releaseAll(held, owner)
-        return end(result, claim === 'completed' ? 'duplicate' : 'in_flight')
-      }
-      held.push(key)
-    }
+        // A v2 signature covers the id, the dedupe key. A v1 signature does not (spec §6.2): its
+        // replay key is what it signs. With allowV1, a v2 delivery holds both, so stripping its v2
+        // header to replay it as v1 finds the completion too.
+        const idKey = `${namespace}:${delivery.id}`
+        let keys: string[]
+        if (!opts.allowV1) keys = [idKey]
+        else {
+          const replayKey = await v1ReplayKey(namespace, signed, delivery, secrets)
+          keys = delivery.signatureVersion === 'v2' ? [idKey, replayKey] : [replayKey]
+        }
+        if (inbox) {
+          const { id, timestamp, signatureVersion, secretIndex, rawBody } = delivery
+          try {
+            const appended = await inbox.append({ keys, endpoint: result.endpoint!, id, timestamp, signatureVersion, secretIndex, rawBody, receivedAt: now() })
+            answer = end(result, appended === 'accepted' ? 'accepted' : 'duplicate')
+          } catch (error) {
+            answer = end(result, 'inbox_unavailable', error)
+          }
+          break flow
+        }
+        const owner = nextOwner()
+        // The first `held` keys are claimed.
+        let held = 0
+        for (; held < keys.length; held++) {
+          let claim: ClaimResult
+          try {
+            // Inside `try`, a synchronous throw and a plain (non-promise) answer are handled alike.
+            const claimed = store.claim(keys[held]!, owner, leaseMs)
+            claim = typeof claimed === 'string' ? claimed : await claimed
+          } catch (error) {
+            await releaseAll(keys, held, owner)
+            answer = end(result, 'store_unavailable', error)
+            break flow
+          }
+          if (claim !== 'claimed') {
+            await releaseAll(keys, held, owner)
+            answer = end(result, claim === 'completed' ? 'duplicate' : 'in_flight')
+            break flow
+          }
+        }
 
-    try {
-      const ran = handler!(delivery.event, delivery as VerifiedDelivery<unknown>)
-      // A synchronous handler costs no extra turn of the event loop.
-      if (ran !== null && typeof ran === 'object' && typeof (ran as Promise<unknown>).then === 'function') await ran
+        try {
+          const ran = handler!(delivery.event, delivery as VerifiedDelivery<unknown>)
+          // A synchronous handler costs no extra turn of the event loop.
+          if (ran !== null && typeof ran === 'object' && typeof (ran as Promise<unknown>).then === 'function') await ran
+        } catch (error) {
+          // If releasing fails too, the lease expires and the retry runs the handler then.
+          await releaseAll(keys, held, owner)
+          answer = end(result, 'handler_failed', error)
+          break flow
+        }
+        // The handler's work is done: answer 2xx even if recording it fails, and report the failure.
+        for (const key of keys) {
+          try {
+            const completed = store.complete(key, owner, retentionMs)
+            const owned = typeof completed === 'boolean' ? completed : await completed
+            if (owned === false) {
+              // The lease ran out while the handler ran, so another request may have run it too.
+              result.error = new Error(
+                'svc-webhooks: the handler outlasted `leaseMs`; another request may also have run it. Raise `leaseMs` or make the handler idempotent.',
+              )
+            }
+          } catch (error) {
+            result.error = error
+          }
+        }
+        answer = end(result, 'processed')
+      }
     } catch (error) {
-      // If releasing fails too, the lease expires and the retry runs the handler then.
-      await releaseAll(held, owner)
-      return end(result, 'handler_failed', error)
+      answer = end(result, answerNameOf(error), error)
     }
-    // The handler's work is done: answer 2xx even if recording it fails, and report the failure.
-    for (const key of held) {
-      try {
-        const answer = store.complete(key, owner, retentionMs)
-        const owned = typeof answer === 'boolean' ? answer : await answer
-        if (owned === false) {
-          // The lease ran out while the handler ran, so another request may have run it too.
-          result.error = new Error(
-            'svc-webhooks: the handler outlasted `leaseMs`; another request may also have run it. Raise `leaseMs` or make the handler idempotent.',
-          )
-        }
-      } catch (error) {
-        result.error = error
-      }
-    }
-    return end(result, 'processed')
+    transport.discard?.(request, bodyTimeoutMs)
+    result.status = answer.status
+    if (onResult) result.durationMs = now() - started
+    report(result)
+    return answer
   }
 
-  async function releaseAll(keys: readonly string[], owner: string): Promise<void> {
-    for (const key of keys) {
+  /** A refused delivery: what is known of it for the log line (the id as sent, the tenant), then its answer. */
+  async function refuse(request: R, transport: WebhookTransport<R>, result: WebhookResult, error: unknown): Promise<WebhookResponse> {
+    const sent = transport.header(request, HEADER_ID)
+    if (typeof sent === 'string' && DELIVERY_ID.test(sent)) result.id = sent
+    // Best effort, never fatal: the refusal stands on its own.
+    if (typeof endpoint === 'function') {
       try {
-        await store.release(key, owner)
+        const name = await (endpoint as EndpointLookup<R>)(request)
+        if (typeof name === 'string' && name.length > 0) result.endpoint = name
+      } catch {
+        // See above.
+      }
+    }
+    return end(result, answerNameOf(error), error)
+  }
+
+  /** Releases the first `count` of `keys`. */
+  async function releaseAll(keys: readonly string[], count: number, owner: string): Promise<void> {
+    for (let i = 0; i < count; i++) {
+      try {
+        await store.release(keys[i]!, owner)
       } catch {
         // The lease expires and the retry runs the handler then.
       }
@@ -395,23 +444,6 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
       }
     }
     callHook(onResult, result)
-  }
-
-  async function receive(request: R, transport: WebhookTransport<R>): Promise<WebhookResponse> {
-    // `durationMs` is for onResult only: without it, no clock reads per request.
-    const started = onResult ? now() : 0
-    const result: WebhookResult = { outcome: 'processed', status: 0, durationMs: 0 }
-    let response: WebhookResponse
-    try {
-      response = await run(request, transport, result)
-    } catch (error) {
-      response = end(result, answerNameOf(error), error)
-    }
-    transport.discard?.(request, bodyTimeoutMs)
-    result.status = response.status
-    if (onResult) result.durationMs = now() - started
-    report(result)
-    return response
   }
 
   return {
