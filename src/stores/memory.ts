@@ -2,6 +2,12 @@
  * `MemoryStore`: the default idempotency store for a receiver in one process. Atomic because
  * each method runs to completion on the event loop; bounded by `maxEntries` (oldest evicted
  * first); expiry checked on access, so it holds no timer that keeps a process alive.
+ *
+ * Hand-written rather than a `Map`: a full store is far larger than the CPU caches, and a `Map`
+ * of string keys compares every key on a lookup's chain by reading that key's string, one cache
+ * miss each. Here a lookup reads a run of (hash, position) pairs in one typed array and touches
+ * a stored key only when the hash matches. Entries sit in a ring in the order written, so the
+ * oldest is at the front. The core has no runtime dependencies, so there is no library for it.
  */
 import type { ClaimResult, IdempotencyStore } from './store.js'
 
@@ -21,21 +27,21 @@ export interface MemoryStoreOptions {
   now?: () => number
 }
 
-/** A claim in progress: held by `owner` until `expiresAt` (milliseconds since the epoch). */
-interface Claim {
-  owner: string
-  expiresAt: number
-}
+/** Smallest ring; it doubles as entries arrive, up to what `maxEntries` needs. */
+const MIN_RING = 64
 
-/** A completion is its expiry, in seconds since the store's `epoch` (a small integer: compact in V8 maps). */
-type Entry = Claim | number
+/** 32-bit FNV-1a over the UTF-16 units, then murmur3's finalizer so the low bits (the home slot) mix well. */
+function hashKey(key: string): number {
+  let h = 0x811c9dc5
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193)
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b)
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35)
+  return h ^ (h >>> 16)
+}
 
 /**
  * In-process idempotency store. Use `RedisStore` (`svc-webhooks/redis`) when more than one
  * process receives deliveries for the same endpoint.
- *
- * One map holds claims and completions, in the order they were last written: a delivery costs
- * two lookups and two writes, and the oldest entry is always at the front.
  *
  * @example
  * const receiver = createWebhookReceiver({ secret, store: new MemoryStore({ maxEntries: 500_000 }), on })
@@ -43,15 +49,34 @@ type Entry = Claim | number
 export class MemoryStore implements IdempotencyStore {
   readonly maxEntries: number
   private readonly now: () => number
-  private readonly entries = new Map<string, Entry>()
-  /** How many entries are claims: while some are not, eviction passes live claims over. */
+  /** The ring can never need more than this: `maxEntries` plus an eighth for holes, as a power of two. */
+  private readonly maxRing: number
+
+  // The ring: entry `p` (0 <= p < ring size) is keys[p], hashes[p], owners[p] (a claim's owner;
+  // undefined for a completion) and expiries[p] (ms since the epoch: a claim's lease, a
+  // completion's retention). A deleted entry leaves a hole (keys[p] undefined) until the front
+  // passes it or the ring is rebuilt. `head` and `tail` count up; the position is the count
+  // masked by the ring size.
+  private keys: (string | undefined)[] = []
+  private hashes = new Int32Array(0)
+  private owners: (string | undefined)[] = []
+  private expiries = new Float64Array(0)
+  private ringMask = -1
+  private head = 0
+  private tail = 0
+
+  /** The index: slots[2i] a hash, slots[2i + 1] its entry's ring position + 1 (0: empty). Linear probing, at most half full. */
+  private slots = new Int32Array(0)
+  private slotMask = -1
+
+  /** Entries held, and how many of them are claims. */
+  private live = 0
   private claims = 0
-  private readonly epoch: number
-  /** A live iterator over `entries` and the entry it last gave: see `oldest()`. */
-  private cursor: MapIterator<[string, Entry]> | undefined
-  private head: [string, Entry] | undefined
-  /** Nothing expires before this (seconds since `epoch`): the expiry sweep is skipped until then. */
+  /** Nothing expires before this (ms since the epoch): the expiry sweep is skipped until then. */
   private nextExpiry = Infinity
+  /** The last key hashed: `complete` and `release` get the string `claim` just hashed. */
+  private lastKey: string | undefined
+  private lastHash = 0
 
   constructor({ maxEntries = 100_000, now = Date.now }: MemoryStoreOptions = {}) {
     if (!Number.isSafeInteger(maxEntries) || maxEntries <= 0) {
@@ -59,106 +84,196 @@ export class MemoryStore implements IdempotencyStore {
     }
     this.maxEntries = maxEntries
     this.now = now
-    this.epoch = Math.floor(now() / 1000)
+    let ring = MIN_RING
+    while (ring < maxEntries + 1 + Math.ceil(maxEntries / 8)) ring *= 2
+    this.maxRing = ring
   }
 
   /** Ids currently held (claims and unexpired-or-unswept completions). */
   get size(): number {
-    return this.entries.size
+    return this.live
   }
 
   // Synchronous: the receiver skips a promise and a microtask per call (the contract allows plain values).
   claim(key: string, owner: string, leaseMs: number): ClaimResult {
     const now = this.now()
-    const entry = this.entries.get(key)
-    if (entry !== undefined) {
-      if (typeof entry === 'number') {
-        if (this.epoch + entry > now / 1000) return 'completed'
-      } else {
-        if (entry.expiresAt > now) return 'in_flight'
-        this.claims--
-      }
+    const hash = this.hash(key)
+    const slot = this.find(key, hash)
+    if (slot >= 0) {
+      const at = this.slots[2 * slot + 1]! - 1
+      if (this.expiries[at]! > now) return this.owners[at] === undefined ? 'completed' : 'in_flight'
       // Expired: the new claim goes to the back, in the order of writing.
-      this.entries.delete(key)
+      this.remove(at, slot)
     }
-    this.entries.set(key, { owner, expiresAt: now + leaseMs })
-    this.claims++
-    if (this.entries.size > this.maxEntries || now / 1000 - this.epoch >= this.nextExpiry) this.evict(now)
+    if (now >= this.nextExpiry) this.sweep(now)
+    this.makeRoom(now)
+    this.append(key, hash, owner, now + leaseMs)
     return 'claimed'
   }
 
   complete(key: string, owner: string, retentionMs: number): boolean {
-    const entry = this.entries.get(key)
     const now = this.now()
-    const expiry = Math.ceil((now + retentionMs) / 1000) - this.epoch
-    // A completion ends every claim on the id, also one taken over after this owner's lease
-    // expired, and moves the id to the back: completions stay (nearly) in expiry order.
-    if (entry !== undefined) {
-      this.entries.delete(key)
-      if (typeof entry !== 'number') this.claims--
+    // Whole seconds, rounded up: never shorter than asked.
+    const expiresAt = Math.ceil((now + retentionMs) / 1000) * 1000
+    const hash = this.hash(key)
+    const slot = this.find(key, hash)
+    if (slot >= 0) {
+      const at = this.slots[2 * slot + 1]! - 1
+      const claimedBy = this.owners[at]
+      if (claimedBy !== undefined) {
+        // A completion ends every claim on the id, also one taken over after this owner's lease
+        // expired. A claim is recent (within its lease), so the completion keeps its place.
+        this.owners[at] = undefined
+        this.expiries[at] = expiresAt
+        this.claims--
+        if (expiresAt < this.nextExpiry) this.nextExpiry = expiresAt
+        return claimedBy === owner
+      }
+      // Completed again: to the back, in the order of writing.
+      this.remove(at, slot)
     }
-    this.entries.set(key, expiry)
-    if (expiry < this.nextExpiry) this.nextExpiry = expiry
-    if (entry === undefined && this.entries.size > this.maxEntries) this.evict(now)
-    return entry !== undefined && typeof entry !== 'number' && entry.owner === owner
+    this.makeRoom(now)
+    this.append(key, hash, undefined, expiresAt)
+    return false
   }
 
   release(key: string, owner: string): boolean {
-    const entry = this.entries.get(key)
-    if (entry === undefined || typeof entry === 'number' || entry.owner !== owner) return false
-    this.entries.delete(key)
-    this.claims--
+    const slot = this.find(key, this.hash(key))
+    if (slot < 0) return false
+    const at = this.slots[2 * slot + 1]! - 1
+    if (this.owners[at] === undefined || this.owners[at] !== owner) return false
+    this.remove(at, slot)
     return true
   }
 
+  private hash(key: string): number {
+    if (key !== this.lastKey) {
+      this.lastKey = key
+      this.lastHash = hashKey(key)
+    }
+    return this.lastHash
+  }
+
+  /** The slot holding `key`, or -1. */
+  private find(key: string, hash: number): number {
+    const { slots, slotMask, keys } = this
+    if (slotMask < 0) return -1
+    for (let i = hash & slotMask; ; i = (i + 1) & slotMask) {
+      const entry = slots[2 * i + 1]!
+      if (entry === 0) return -1
+      if (slots[2 * i] === hash && keys[entry - 1] === key) return i
+    }
+  }
+
+  /** The slot pointing at ring position `at`. */
+  private slotOf(at: number): number {
+    const { slots, slotMask } = this
+    let i = this.hashes[at]! & slotMask
+    while (slots[2 * i + 1] !== at + 1) i = (i + 1) & slotMask
+    return i
+  }
+
+  private append(key: string, hash: number, owner: string | undefined, expiresAt: number): void {
+    if (this.tail - this.head === this.ringMask + 1) this.rebuild()
+    const at = this.tail & this.ringMask
+    this.keys[at] = key
+    this.hashes[at] = hash
+    this.owners[at] = owner
+    this.expiries[at] = expiresAt
+    this.tail++
+    this.live++
+    if (owner !== undefined) this.claims++
+    if (expiresAt < this.nextExpiry) this.nextExpiry = expiresAt
+    const { slots, slotMask } = this
+    let i = hash & slotMask
+    while (slots[2 * i + 1] !== 0) i = (i + 1) & slotMask
+    slots[2 * i] = hash
+    slots[2 * i + 1] = at + 1
+  }
+
+  /** Deletes the entry at ring position `at`, indexed by `slot`. */
+  private remove(at: number, slot: number): void {
+    // Backward-shift deletion: pull later entries of the probe run into the gap, so no lookup
+    // ever needs tombstones.
+    const { slots, slotMask } = this
+    let gap = slot
+    for (let j = (gap + 1) & slotMask; slots[2 * j + 1] !== 0; j = (j + 1) & slotMask) {
+      const home = slots[2 * j]! & slotMask
+      const staysPut = gap <= j ? gap < home && home <= j : gap < home || home <= j
+      if (!staysPut) {
+        slots[2 * gap] = slots[2 * j]!
+        slots[2 * gap + 1] = slots[2 * j + 1]!
+        gap = j
+      }
+    }
+    slots[2 * gap] = 0
+    slots[2 * gap + 1] = 0
+    if (this.owners[at] !== undefined) this.claims--
+    this.keys[at] = undefined
+    this.owners[at] = undefined
+    this.live--
+    if (this.keys[this.head & this.ringMask] === undefined) this.skipHoles()
+  }
+
+  /** Moves the front past deleted entries. */
+  private skipHoles(): void {
+    while (this.head < this.tail && this.keys[this.head & this.ringMask] === undefined) this.head++
+  }
+
+  /** Drops expired entries from the front; a live claim there stops the sweep until its lease ends. */
+  private sweep(now: number): void {
+    while (this.head < this.tail) {
+      const at = this.head & this.ringMask
+      if (this.expiries[at]! > now) break
+      this.remove(at, this.slotOf(at))
+    }
+    // Entries are kept in the order written, so the front's expiry is (nearly always) the next one.
+    this.nextExpiry = this.head < this.tail ? this.expiries[this.head & this.ringMask]! : Infinity
+  }
+
   /**
-   * The oldest entry. A Map iterator made afresh would walk every deleted slot V8 keeps at the
-   * front of the table until it rehashes (about 100x the cost of a claim once the store is full),
-   * so one live iterator keeps its place. What it gives is current when given (it skips deleted
-   * entries, and meets a re-set one again further on); only the head kept from an earlier call
-   * is checked. Past the end it starts over once, for the live claims eviction passed over.
+   * Evicts the oldest entries until one more fits under `maxEntries`. A live claim (its handler
+   * still running) is moved to the back while any completion is left to make room.
    */
-  private oldest(): [string, Entry] | undefined {
-    if (this.head !== undefined) {
-      if (this.entries.get(this.head[0]) === this.head[1]) return this.head
-      this.head = undefined
+  private makeRoom(now: number): void {
+    while (this.live >= this.maxEntries) {
+      const at = this.head & this.ringMask
+      const owner = this.owners[at]
+      if (owner !== undefined && this.expiries[at]! > now && this.claims < this.live) {
+        const key = this.keys[at]!
+        const expiresAt = this.expiries[at]!
+        this.remove(at, this.slotOf(at))
+        this.append(key, this.hashes[at]!, owner, expiresAt)
+      } else {
+        this.remove(at, this.slotOf(at))
+      }
     }
-    for (let restarted = false; ; restarted = true) {
-      this.cursor ??= this.entries.entries()
-      const next = this.cursor.next()
-      if (!next.done) return (this.head = next.value)
-      this.cursor = undefined
-      if (restarted || this.entries.size === 0) return undefined
-    }
-  }
-
-  private drop([key, entry]: [string, Entry]): void {
-    this.entries.delete(key)
-    this.head = undefined
-    if (typeof entry !== 'number') this.claims--
-  }
-
-  /** When `entry` ends, in seconds since `epoch`. */
-  private expiryOf(entry: Entry): number {
-    return typeof entry === 'number' ? entry : entry.expiresAt / 1000 - this.epoch
   }
 
   /**
-   * Drops expired entries, oldest first, then the oldest entries while over `maxEntries`: a live
-   * claim (its handler still running) is passed over while any completion is left to make room.
+   * Copies the entries, oldest first, into a ring with room to spare and indexes them again:
+   * twice the size while more than half of it is in use (up to `maxRing`), the same size
+   * otherwise (dropping the holes).
    */
-  private evict(now: number): void {
-    const nowSeconds = now / 1000 - this.epoch
-    if (nowSeconds >= this.nextExpiry) {
-      let head = this.oldest()
-      for (; head !== undefined && this.expiryOf(head[1]) <= nowSeconds; head = this.oldest()) this.drop(head)
-      // Entries are kept in the order written, so the head's expiry is (nearly always) the next one.
-      this.nextExpiry = head === undefined ? Infinity : this.expiryOf(head[1])
-    }
-    while (this.entries.size > this.maxEntries) {
-      const head = this.oldest()!
-      if (typeof head[1] !== 'number' && head[1].expiresAt > now && this.claims < this.entries.size) this.head = undefined
-      else this.drop(head)
+  private rebuild(): void {
+    const size = this.ringMask + 1
+    const ring = size === 0 ? MIN_RING : this.live > size / 2 && size < this.maxRing ? size * 2 : size
+    const { keys, hashes, owners, expiries, ringMask, head, tail } = this
+    this.keys = new Array<string | undefined>(ring).fill(undefined)
+    this.hashes = new Int32Array(ring)
+    this.owners = new Array<string | undefined>(ring).fill(undefined)
+    this.expiries = new Float64Array(ring)
+    this.ringMask = ring - 1
+    this.slots = new Int32Array(ring * 4)
+    this.slotMask = ring * 2 - 1
+    this.head = 0
+    this.tail = 0
+    this.live = 0
+    this.claims = 0
+    for (let n = head; n < tail; n++) {
+      const at = n & ringMask
+      const key = keys[at]
+      if (key !== undefined) this.append(key, hashes[at]!, owners[at], expiries[at]!)
     }
   }
 }

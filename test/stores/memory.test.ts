@@ -3,6 +3,7 @@
  * then what only MemoryStore has, against an injected clock: leases and owner tokens to the
  * millisecond, retention, the `maxEntries` bound, and no timer that keeps the process alive.
  */
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { MemoryStore } from 'svc-webhooks'
 import { describeStoreContract } from './contract.js'
@@ -137,4 +138,100 @@ it('MemoryStore starts no timer and no handle: a process using it can exit', asy
   const after = process.getActiveResourcesInfo().filter((r) => r === 'Timeout' || r === 'Immediate').length
   expect(after).toBe(before)
   expect(store.size).toBe(2)
+})
+
+/**
+ * The store's own hash index and ring against a plain model of the contract (a Map), over random
+ * runs of claims, completions, releases and clock steps: the same answers, call for call. Keys
+ * come from a pool larger than the ring's first size, so runs grow it, leave holes (releases,
+ * expired entries taken over, completions repeated) and rebuild it.
+ */
+describe('MemoryStore: against a model of the contract', () => {
+  type Op =
+    | { kind: 'claim' | 'complete' | 'release'; key: number; owner: number; ms: number }
+    | { kind: 'tick'; ms: number }
+  const op: fc.Arbitrary<Op> = fc.oneof(
+    fc.record({ kind: fc.constantFrom('claim', 'complete', 'release'), key: fc.nat(299), owner: fc.nat(3), ms: fc.integer({ min: 1, max: 5_000 }) }),
+    fc.record({ kind: fc.constant('tick'), ms: fc.integer({ min: 0, max: 3_000 }) }),
+  ) as fc.Arbitrary<Op>
+
+  class Model {
+    entries = new Map<string, { owner?: string; expiresAt: number }>()
+    constructor(private readonly clock: { now: number }) {}
+    claim(key: string, owner: string, leaseMs: number): string {
+      const entry = this.entries.get(key)
+      if (entry && entry.expiresAt > this.clock.now) return entry.owner === undefined ? 'completed' : 'in_flight'
+      this.entries.set(key, { owner, expiresAt: this.clock.now + leaseMs })
+      return 'claimed'
+    }
+    complete(key: string, owner: string, retentionMs: number): boolean {
+      const entry = this.entries.get(key)
+      this.entries.set(key, { expiresAt: Math.ceil((this.clock.now + retentionMs) / 1000) * 1000 })
+      return entry?.owner === owner
+    }
+    release(key: string, owner: string): boolean {
+      const entry = this.entries.get(key)
+      if (entry?.owner === undefined || entry.owner !== owner) return false
+      this.entries.delete(key)
+      return true
+    }
+  }
+
+  it('answers as the model does when nothing is evicted', () => {
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 600 }), (ops) => {
+        const clock = { now: 1_763_806_530_000 }
+        const store = new MemoryStore({ now: () => clock.now, maxEntries: 10_000 })
+        const model = new Model(clock)
+        for (const o of ops) {
+          if (o.kind === 'tick') clock.now += o.ms
+          else expect(store[o.kind](`ep:${o.key}`, `owner-${o.owner}`, o.ms)).toEqual(model[o.kind](`ep:${o.key}`, `owner-${o.owner}`, o.ms))
+        }
+        // Whatever is left: every key answers a claim as the model does.
+        for (let key = 0; key < 300; key++) expect(store.claim(`ep:${key}`, 'last', 1)).toBe(model.claim(`ep:${key}`, 'last', 1))
+      }),
+      { numRuns: 300 },
+    )
+  })
+
+  it('the index finds every key after any run of insertions and deletions, dense and wrapping', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.boolean(), fc.nat(2_999)), { minLength: 500, maxLength: 4_000 }), (ops) => {
+        const store = new MemoryStore({ maxEntries: 3_000 })
+        const held = new Set<number>()
+        for (const [insert, id] of ops) {
+          if (insert) {
+            expect(store.claim(`k${id}`, 'o', LEASE)).toBe(held.has(id) ? 'in_flight' : 'claimed')
+            held.add(id)
+          } else {
+            expect(store.release(`k${id}`, 'o')).toBe(held.delete(id))
+          }
+        }
+        expect(store.size).toBe(held.size)
+        for (let id = 0; id < 3_000; id++) expect(store.release(`k${id}`, 'o')).toBe(held.has(id))
+      }),
+      { numRuns: 60 },
+    )
+  })
+
+  it('bounded: never holds more than maxEntries, and remembers the newest completions', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 150 }), fc.array(fc.nat(499), { minLength: 1, maxLength: 2_000 }), (maxEntries, ids) => {
+        const store = new MemoryStore({ maxEntries })
+        const completedOrder: string[] = []
+        for (const id of ids) {
+          const key = `ep:${id}`
+          if (store.claim(key, 'o', LEASE) === 'claimed') {
+            store.complete(key, 'o', RETENTION)
+            completedOrder.push(key)
+          }
+          expect(store.size).toBeLessThanOrEqual(maxEntries)
+        }
+        // The last maxEntries distinct keys completed are all still known.
+        const newest = [...new Set(completedOrder.reverse())].slice(0, maxEntries)
+        for (const key of newest) expect(store.claim(key, 'x', LEASE)).toBe('completed')
+      }),
+      { numRuns: 200 },
+    )
+  })
 })
