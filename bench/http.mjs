@@ -16,7 +16,7 @@
  * --servers express,hono,fastify,node,bun,deno, --no-write.
  */
 import { spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
@@ -47,7 +47,35 @@ const SERVERS = [
 ]
 const MODES = ['bare', 'floor', 'webhooks']
 
+const PIN = pinning()
+if (PIN === 'parent') process.exit(await rerunPinned())
 await main()
+
+/** 'server' when this process is pinned to core 0 and servers go to core 1; 'parent' when it must re-run itself so; undefined otherwise. */
+function pinning() {
+  if (process.env.SVC_BENCH_PINNED === '1') return 'server'
+  if (process.platform !== 'linux' || cpus().length < 2 || !existsSync('/usr/bin/taskset')) return undefined
+  return 'parent'
+}
+
+function rerunPinned() {
+  const child = spawn('/usr/bin/taskset', ['-c', '0', process.execPath, fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+    stdio: 'inherit',
+    env: { ...process.env, SVC_BENCH_PINNED: '1' },
+  })
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code ?? 1)))
+}
+
+/** CPU time (user + system) a process has used, in µs, or undefined where /proc is not there. */
+function cpuMicros(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+    // utime and stime (fields 14 and 15 of stat), in clock ticks of 1/100 s on Linux.
+    return (Number(fields[11]) + Number(fields[12])) * 10_000
+  } catch {
+    return undefined
+  }
+}
 
 function emptyTsconfig() {
   const file = join(mkdtempSync(join(tmpdir(), 'svc-bench-')), 'tsconfig.json')
@@ -58,7 +86,9 @@ function emptyTsconfig() {
 /** Starts one server process; resolves its port and a stop function. */
 async function startServer(runtime, server, mode) {
   const { command, args } = RUNTIMES[runtime]
-  const child = spawn(command, [...args, server, mode], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] })
+  const argv = [...args, server, mode]
+  // taskset execs the server itself: the child's pid is the server's.
+  const child = PIN === 'server' ? spawn('/usr/bin/taskset', ['-c', '1', command, ...argv], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] }) : spawn(command, argv, { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] })
   const stop = () =>
     new Promise((resolve) => {
       const timer = setTimeout(() => (child.kill('SIGKILL'), resolve()), 5_000)
@@ -71,7 +101,7 @@ async function startServer(runtime, server, mode) {
     createInterface({ input: child.stdout }).once('line', (line) => (clearTimeout(timer), resolve(JSON.parse(line).port)))
     child.once('exit', (code) => (clearTimeout(timer), reject(new Error(`bench:http: ${runtime} ${server} ${mode} exited (${code})`))))
   })
-  return { port, stop }
+  return { port, stop, pid: child.pid }
 }
 
 function fail(message) {
@@ -122,7 +152,7 @@ async function main() {
       duration: seconds,
       requests: [{ method: 'POST', path: PATH, setupRequest: (request) => ({ ...request, headers: sign(), body: first.body }) }],
     })
-    return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors + result.timeouts }
+    return { rps: result.requests.average, requests: result.requests.total, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors + result.timeouts }
   }
 
   const results = servers.flatMap((s) => MODES.map((mode) => ({ ...s, mode, rounds: [] })))
@@ -134,15 +164,18 @@ async function main() {
       return own.map((_, i) => own[(i + round) % own.length])
     })
     for (const result of order) {
-      const { port, stop } = await startServer(result.runtime, result.server, result.mode)
+      const { port, stop, pid } = await startServer(result.runtime, result.server, result.mode)
       try {
         await load(port, warmup)
+        const cpuBefore = cpuMicros(pid)
         const measured = await load(port, duration)
+        const cpuAfter = cpuMicros(pid)
+        measured.cpuUsPerRequest = cpuBefore === undefined || cpuAfter === undefined ? undefined : (cpuAfter - cpuBefore) / measured.requests
         if (measured.non2xx > 0 || measured.errors > 0) {
           throw new Error(`bench:http: ${result.label} ${result.mode}: ${measured.non2xx} non-2xx answers, ${measured.errors} errors`)
         }
         result.rounds.push(measured)
-        console.error(`  round ${round + 1}: ${`${result.label}, ${result.mode}`.padEnd(48)} ${Math.round(measured.rps)} req/s, p99 ${measured.p99} ms`)
+        console.error(`  round ${round + 1}: ${`${result.label}, ${result.mode}`.padEnd(48)} ${Math.round(measured.rps)} req/s, p99 ${measured.p99} ms${measured.cpuUsPerRequest === undefined ? '' : `, server CPU ${measured.cpuUsPerRequest.toFixed(1)} µs/req`}`)
       } finally {
         await stop()
       }
@@ -150,8 +183,12 @@ async function main() {
   }
 
   const median = (values) => [...values].sort((a, b) => a - b)[values.length >> 1]
-  const rows = results.map((r) => ({ ...r, rps: median(r.rounds.map((x) => x.rps)), p99: median(r.rounds.map((x) => x.p99)) }))
-  const lines = ['| server | bare req/s | floor req/s | receiver req/s | receiver vs floor | receiver p99 |', '|---|---:|---:|---:|---:|---:|']
+  const cpuOf = (r) => (r.rounds.every((x) => x.cpuUsPerRequest !== undefined) ? median(r.rounds.map((x) => x.cpuUsPerRequest)) : undefined)
+  const rows = results.map((r) => ({ ...r, rps: median(r.rounds.map((x) => x.rps)), p99: median(r.rounds.map((x) => x.p99)), cpuUsPerRequest: cpuOf(r) }))
+  const lines = [
+    '| server | bare req/s | floor req/s | receiver req/s | receiver vs floor | receiver p99 | server CPU µs/req: floor, receiver (ratio) |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+  ]
   const misses = []
   const fmt = (n) => Math.round(n).toLocaleString('en-US')
   for (const s of servers) {
@@ -159,11 +196,15 @@ async function main() {
     // The ratio of each round (receiver and floor measured minutes apart at most), then the median.
     const share = median(receiver.rounds.map((x, i) => x.rps / floorRow.rounds[i].rps))
     if (share < 0.9) misses.push(`${s.label}: ${(share * 100).toFixed(1)} % of the floor route (target >= 90 %)`)
-    lines.push(`| ${s.label} | ${fmt(bare.rps)} | ${fmt(floorRow.rps)} | ${fmt(receiver.rps)} | ${(share * 100).toFixed(1)} % | ${receiver.p99} ms |`)
+    const cpu =
+      floorRow.cpuUsPerRequest === undefined || receiver.cpuUsPerRequest === undefined
+        ? 'n/a'
+        : `${floorRow.cpuUsPerRequest.toFixed(1)}, ${receiver.cpuUsPerRequest.toFixed(1)} (${(receiver.cpuUsPerRequest / floorRow.cpuUsPerRequest).toFixed(2)}×)`
+    lines.push(`| ${s.label} | ${fmt(bare.rps)} | ${fmt(floorRow.rps)} | ${fmt(receiver.rps)} | ${(share * 100).toFixed(1)} % | ${receiver.p99} ms | ${cpu} |`)
   }
   const table = lines.join('\n')
-  const machine = { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, node: process.versions.node }
-  console.log(`\n${machine.cpu}, ${machine.cores} cores, Node ${machine.node}; ${connections} connections, ${duration} s per case after ${warmup} s warm-up, median of ${rounds} round(s)\n`)
+  const machine = { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, node: process.versions.node, pinned: PIN === 'server' ? 'load generator on core 0, server on core 1' : 'not pinned' }
+  console.log(`\n${machine.cpu}, ${machine.cores} cores, Node ${machine.node}; ${connections} connections, ${duration} s per case after ${warmup} s warm-up, median of ${rounds} round(s); ${machine.pinned}\n`)
   console.log(table)
   console.log(misses.length === 0 ? '\nall targets met' : `\ntargets missed:\n${misses.map((m) => `- ${m}`).join('\n')}`)
   if (!process.argv.includes('--no-write')) {
