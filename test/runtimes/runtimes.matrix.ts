@@ -13,7 +13,7 @@ import { pathToFileURL } from 'node:url'
 import { build } from 'esbuild'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { describeCaseTable, httpTransport, tenantPath } from '../support/case-table.js'
-import { itNeeding } from '../support/services.js'
+import { describeWithService, itNeeding } from '../support/services.js'
 
 const root = resolve(import.meta.dirname, '../..')
 const work = mkdtempSync(join(tmpdir(), 'svc-webhooks-runtimes-'))
@@ -127,17 +127,8 @@ function stop(child: ChildProcess): Promise<void> {
 }
 
 for (const runtime of RUNTIMES) {
-  if (!existsSync(runtime.binary)) {
-    if (process.env.CI === 'true') {
-      it(`${runtime.name}: binary installed`, () => expect.fail(`${runtime.binary} is missing: npm run test:runtimes installs it (npm ci in scripts/runtime-binaries)`))
-    } else {
-      console.warn(`runtime matrix: skipping ${runtime.name}, ${runtime.binary} is not installed (npm ci in scripts/runtime-binaries installs it)`)
-      describe.skip(`${runtime.name} (binary not installed)`, () => {})
-    }
-    continue
-  }
-
-  describe(runtime.name, () => {
+  const missing = existsSync(runtime.binary) ? undefined : `${runtime.binary} is not installed (npm ci in scripts/runtime-binaries installs it)`
+  describeWithService(runtime.name, runtime.name, missing, () => {
     let server: Promise<{ url: string; child: ChildProcess }> | undefined
     const start = () => (server ??= spawnServer(runtime))
     const url = async () => (await start()).url

@@ -29,7 +29,7 @@ export function describeWithService(name: string, service: string, reason: strin
     return
   }
   console.warn(`[svc-webhooks tests] ${name}: SKIPPED: ${reason}.`)
-  describe.skip(name, body)
+  describe.skip(`${name} (skipped: ${reason})`, body)
 }
 
 /**
