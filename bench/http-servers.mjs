@@ -3,29 +3,29 @@
  * <server> <mode>`. Prints one JSON line `{"port": n}` once listening on 127.0.0.1 and exits when
  * its stdin closes. Modes, for each server:
  * - `bare`: reads the body and answers `{"ok":true}`: the framework's own cost.
- * - `floor`: `bare` plus what any verifying receiver must do: the v2 HMAC over the raw bytes
- *   (node:crypto, key imported once), a constant-time compare, JSON.parse.
+ * - `floor`: `bare` plus what any verifying receiver must do: the v2 HMAC over the raw bytes, a
+ *   constant-time compare and JSON.parse, the HMAC in the cheapest way known (bench/floor.mjs).
  * - `webhooks`: the package's entry for that server, with a MemoryStore and an empty handler.
  * Servers: express, hono (@hono/node-server), fastify, node (node:http), and fetch (Bun.serve or
  * Deno.serve, when this file runs under Bun or Deno).
  */
 import { Buffer } from 'node:buffer'
-import { createHmac, createSecretKey, timingSafeEqual } from 'node:crypto'
+import { hmacFloor } from './floor.mjs'
 
 export const SECRET = 'svc_whsec_YmVuY2gtc2VjcmV0LWh0dHAtMzItYnl0ZXMtLS0'
 export const PATH = '/webhooks/svc'
 
 const args = globalThis.Deno ? globalThis.Deno.args : process.argv.slice(2)
 const [server, mode] = args
-const key = createSecretKey(Buffer.from(SECRET, 'utf8'))
+const checkHmac = hmacFloor(SECRET)
 const on = { 'message.received': () => {} }
 const OK = '{"ok":true}'
 
 /** The floor's work on a body and its headers (a `get(name)` function): throws when it fails. */
 function floor(body, get) {
-  const expected = Buffer.from(get('svc-webhook-signature-v2').slice(3), 'hex')
-  const digest = createHmac('sha256', key).update(`${get('svc-webhook-id')}.${get('svc-webhook-timestamp')}.`).update(body).digest()
-  if (expected.length !== 32 || !timingSafeEqual(digest, expected)) throw new Error('bench: signature mismatch')
+  if (!checkHmac(`${get('svc-webhook-id')}.${get('svc-webhook-timestamp')}.`, body, get('svc-webhook-signature-v2'))) {
+    throw new Error('bench: signature mismatch')
+  }
   return JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'))
 }
 

@@ -19,6 +19,9 @@ out=$work/vectors.ndjson
 
 SECRET='svc_whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'
 OLD_SECRET='svc_whsec_Kx7cXkPq3v5N2oRlhZ0aYbWmE9tUgJdF'
+LONG_SECRET="svc_whsec_$(printf 'LongSecret%.0s' $(seq 9))"
+BLOCK_SECRET="svc_whsec_$(printf 'BlockSizeSecret-%.0s' $(seq 3))abcdef"
+UTF8_SECRET='svc_whsec_clé-секрет-秘密'
 ID='6f1c8f2a-3b4d-4e5f-9a0b-1c2d3e4f5a6b'
 TS=1763806530
 
@@ -87,6 +90,9 @@ flipped=$work/flipped.json
 sed 's/"Hello/"Iello/' "$compact" | tr -d '\n' >"$flipped"
 not_json=$work/not-json.txt
 printf '%s' 'event=message.received&text=hello' >"$not_json"
+large=$work/large.json
+# 47 KiB: above the size where the node:crypto build stops copying the body next to the key pad.
+{ printf '%s' '{"event":"message.received","message":{"text":"'; printf 'A long message, repeated to make a large body. %.0s' $(seq 1024); printf '%s' '"}}'; } >"$large"
 bad_utf8=$work/bad-utf8.bin
 printf '{"event":"message.received","text":"\xff\xfe"}' >"$bad_utf8"
 
@@ -130,6 +136,21 @@ body_file=$compact; v2_header="v2=$other_v2, auto"; outcome=$ok_v2; emit
 
 reset; name='v2-max-tolerance'; note='Timestamp exactly 300 s old: still inside the window.'
 body_file=$compact; now=$((TS + 300)); outcome=$ok_v2; emit
+
+reset; name='v2-large-body'; note='A 47 KiB body: HMAC implementations often stream large inputs another way than small ones.'
+body_file=$large; outcome=$ok_v2; emit
+
+reset; name='v2-secret-longer-than-block'; note='A 100-byte secret: longer than SHA-256'"'"'s 64-byte block, so HMAC hashes the key first (RFC 2104).'
+body_file=$compact; secrets_json="[\"$LONG_SECRET\"]"; sign_secret=$LONG_SECRET; outcome=$ok_v2; emit
+
+reset; name='v2-secret-of-block-size'; note='A secret of exactly 64 bytes: used as the key as is, no padding.'
+body_file=$compact; secrets_json="[\"$BLOCK_SECRET\"]"; sign_secret=$BLOCK_SECRET; outcome=$ok_v2; emit
+
+reset; name='v2-non-ascii-secret'; note='A secret with non-ASCII characters: the key is its UTF-8 bytes.'
+body_file=$compact; secrets_json="[\"$UTF8_SECRET\"]"; sign_secret=$UTF8_SECRET; outcome=$ok_v2; emit
+
+reset; name='v2-uppercase-hex'; note='The v2 value in uppercase hex: the service sends lowercase, the same digits in uppercase are the same value.'
+body_file=$compact; v2_header="v2=$(hmac "$SECRET" "$ID.$TS." "$compact" | tr 'a-f' 'A-F')"; outcome=$ok_v2; emit
 
 reset; name='wrong-secret'; note='Signed with another secret than the one configured.'
 body_file=$compact; sign_secret=$OLD_SECRET; outcome=$(refused invalid_signature); emit

@@ -3,7 +3,7 @@
  * release, and answer with the status that keeps the sender's retry promise (DESIGN.md answers
  * table; spec/service-api.md §6.3: 5xx and 429 are retried, every other 4xx is permanent).
  */
-import { hmac } from '#crypto'
+import { hmacHex } from '#crypto'
 import { ANSWERS, DEFAULT_ANSWERS, renderAnswers, type AnswerName, type RenderedAnswers, type WebhookAnswerCode, type WebhookOutcome, type WebhookResponse } from './answers.js'
 import { isWebhookVerificationError } from './errors.js'
 import type { WebhookEventMap } from './events.js'
@@ -185,10 +185,8 @@ export function endpointNamespace(endpoint: string): string {
  * (spec/service-api.md §6.2) and gets a new one.
  */
 async function v1ReplayKey(namespace: string, signed: SignedHeaders, delivery: VerifiedDelivery, secrets: SecretSet): Promise<string> {
-  const digest = await hmac(secrets.keys[delivery.secretIndex]!, `${signed.timestampText}.`, delivery.rawBody)
-  let hex = ''
-  for (let i = 0; i < digest.length; i++) hex += digest[i]!.toString(16).padStart(2, '0')
-  return `${namespace}:v1 ${signed.timestampText}.${hex}`
+  const digest = await hmacHex(secrets.keys[delivery.secretIndex]!, `${signed.timestampText}.`, delivery.rawBody)
+  return `${namespace}:v1 ${signed.timestampText}.${digest}`
 }
 
 /**

@@ -4,7 +4,7 @@
  * v2 and v1 signatures), builds them as Fetch `Request`s, fixes the clock, and provides sample
  * events. Runtime-neutral: no `node:` import, so it runs in Workers and Edge tests too.
  */
-import { hmac, importSecret } from '#crypto'
+import { hmacHex, importSecret } from '#crypto'
 import type { MessageReceivedEvent, WebhookEventMap } from './events.js'
 import { HEADER_EVENT, HEADER_ID, HEADER_SIGNATURE_V1, HEADER_SIGNATURE_V2, HEADER_TIMESTAMP } from './headers.js'
 
@@ -73,15 +73,9 @@ export function serializeEvent(event: unknown): string {
   })
 }
 
-function hex(bytes: Uint8Array): string {
-  let out = ''
-  for (const byte of bytes) out += byte.toString(16).padStart(2, '0')
-  return out
-}
-
 /** The lowercase hex HMAC-SHA256 signature of `prefix || body` (without the `v2=` / `v1=` label). */
 export async function computeSignature(secret: string, prefix: string, body: Uint8Array): Promise<string> {
-  return hex(await hmac(importSecret(secret), prefix, body))
+  return hmacHex(importSecret(secret), prefix, body)
 }
 
 /**

@@ -3,10 +3,10 @@
  * bytes, strict timestamp in a window both ways, v2 required unless v1 is opted in, several
  * secrets and several `v2=` values, constant-time comparison, event type from the signed body.
  */
-import { decodeUtf8, equal, hmac } from '#crypto'
+import { decodeUtf8, hmacHex } from '#crypto'
 import { WebhookVerificationError } from './errors.js'
 import type { WebhookEvent } from './events.js'
-import { getHeader, readSignedHeaders, requireWellFormed, type SignedHeaders } from './headers.js'
+import { getHeader, isHexSignature, malformedSignature, readSignedHeaders, type SignedHeaders } from './headers.js'
 import { toBytes, type WebhookInput } from './input.js'
 import { resolveVerifyOptions, SECRET_PREFIX, type SecretSet, type VerifyOptions } from './options.js'
 import { lookupSecrets } from './secrets.js'
@@ -86,9 +86,9 @@ interface Signed {
 }
 
 /**
- * The HMAC over the raw body for headers that already passed {@link readSignedHeaders}:
- * synchronous with node:crypto, a promise only when the crypto build's HMAC is one (WebCrypto).
- * The body is parsed (when `parse`) only once a signature matched. Throws when none matches.
+ * The HMAC over the raw body for headers that passed {@link readSignedHeaders}: synchronous with
+ * node:crypto, a promise only when the crypto build's HMAC is one (WebCrypto). The body is parsed
+ * (when `parse`) only once a signature matched. Throws when none matches.
  */
 export function matchSignature(
   signed: SignedHeaders,
@@ -96,34 +96,54 @@ export function matchSignature(
   secrets: SecretSet,
   parse: boolean,
 ): VerifiedDelivery | VerifiedSignature | Promise<VerifiedDelivery | VerifiedSignature> {
-  requireWellFormed(signed)
-  const { signatures } = signed
   const prefix = signed.version === 'v2' ? `${signed.id}.${signed.timestampText}.` : `${signed.timestampText}.`
   const { keys } = secrets
   for (let i = 0; i < keys.length; i++) {
     // node:crypto answers at once; WebCrypto returns a promise, and the loop goes on in one.
-    const digest = hmac(keys[i]!, prefix, body)
-    if (digest instanceof Promise) return matchSignatureAsync({ secrets, signed, prefix, body, parse }, i, digest)
-    if (matches(signatures, digest)) return verified(signed, i, body, parse)
+    const digest = hmacHex(keys[i]!, prefix, body)
+    if (typeof digest !== 'string') return matchSignatureAsync({ secrets, signed, prefix, body, parse }, i, digest)
+    if (matches(signed.signatures, digest)) return verified(signed, i, body, parse)
   }
-  throw invalidSignature(signed.version, secrets)
+  const lowered = lowercased(signed)
+  if (lowered) return matchSignature(lowered, body, secrets, parse)
+  throw refusal(signed, secrets)
 }
 
 /** The rest of the secrets loop when the HMAC is a promise (WebCrypto), from secret `index`. */
-async function matchSignatureAsync(state: Signed, index: number, pending: Promise<Uint8Array>): Promise<VerifiedSignature> {
+async function matchSignatureAsync(state: Signed, index: number, pending: Promise<string>): Promise<VerifiedSignature> {
   const { secrets, prefix, body, signed } = state
   for (let i = index; i < secrets.keys.length; i++) {
-    const digest = i === index ? await pending : await hmac(secrets.keys[i]!, prefix, body)
+    const digest = i === index ? await pending : await hmacHex(secrets.keys[i]!, prefix, body)
     if (matches(signed.signatures, digest)) return verified(signed, i, body, state.parse)
   }
-  throw invalidSignature(signed.version, secrets)
+  const lowered = lowercased(signed)
+  if (lowered) return matchSignature(lowered, body, secrets, state.parse)
+  throw refusal(signed, secrets)
 }
 
-function matches(signatures: Uint8Array[], digest: Uint8Array): boolean {
+/**
+ * Whether a value sent equals the digest, in constant time: every one of the 64 characters is
+ * compared whatever the first difference, and the result is read only at the end.
+ */
+function matches(signatures: string[], digest: string): boolean {
   for (let j = 0; j < signatures.length; j++) {
-    if (equal(digest, signatures[j]!)) return true
+    const sent = signatures[j]!
+    let diff = 0
+    for (let i = 0; i < 64; i++) diff |= sent.charCodeAt(i) ^ digest.charCodeAt(i)
+    if (diff === 0) return true
   }
   return false
+}
+
+/**
+ * The headers again with uppercase hex values lowercased, or undefined when there are none. The
+ * service sends lowercase; uppercase digits are the same value, so they get a second pass after
+ * the first found no match, instead of a case check on every delivery.
+ */
+function lowercased(signed: SignedHeaders): SignedHeaders | undefined {
+  const { signatures } = signed
+  if (!signatures.some((s) => isHexSignature(s) && s !== s.toLowerCase())) return undefined
+  return { ...signed, signatures: signatures.filter(isHexSignature).map((s) => s.toLowerCase()) }
 }
 
 /** The answer, built once: with the parsed event for `verifyWebhook`, without for `verifySignature`. */
@@ -133,7 +153,10 @@ function verified(signed: SignedHeaders, secretIndex: number, rawBody: Uint8Arra
   return { id, timestamp, signatureVersion, secretIndex, rawBody, event: parseEvent(rawBody) }
 }
 
-function invalidSignature(version: 'v2' | 'v1', secrets: SecretSet): WebhookVerificationError {
+/** Why no signature matched: none of the values is hex, or none is the HMAC under a configured secret. */
+function refusal(signed: SignedHeaders, secrets: SecretSet): WebhookVerificationError {
+  const { version } = signed
+  if (!signed.signatures.some(isHexSignature)) return malformedSignature(version)
   let message =
     `No ${version} signature matched the ${secrets.count === 1 ? 'configured secret' : `${secrets.count} configured secrets`}. ` +
     'Check that the secret is the current one for this endpoint (rotating it stops the old one at once; ' +

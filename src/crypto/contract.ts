@@ -15,12 +15,11 @@ export type SecretKey = { readonly __brand: 'svc-webhooks.SecretKey' }
 export interface CryptoBuild<Key> {
   /** Imports a secret (UTF-8 bytes of the string) once. */
   importSecret(secret: string): Key
-  /** HMAC-SHA256(key, prefix || body) as 32 bytes: synchronous on node:crypto, a promise on WebCrypto. */
-  hmac(key: Key, prefix: string, body: Uint8Array): Uint8Array | Promise<Uint8Array>
-  /** Constant-time equality of two digests. */
-  equal(a: Uint8Array, b: Uint8Array): boolean
-  /** 64 hex digits at `offset` of `text` as 32 bytes, or undefined when any is not hex. */
-  decodeHex(text: string, offset: number): Uint8Array | undefined
+  /**
+   * HMAC-SHA256(key, prefix || body) as 64 lowercase hex digits, the form the signature headers
+   * carry: synchronous on node:crypto, a promise on WebCrypto.
+   */
+  hmacHex(key: Key, prefix: string, body: Uint8Array): string | Promise<string>
   /** Strict UTF-8 decoding (a leading BOM dropped, invalid bytes throw). */
   decodeUtf8(bytes: Uint8Array): string
 }
@@ -31,7 +30,5 @@ export type CheckedNodeBuild = Implements<typeof NodeBuild, NodeBuild.SecretKey>
 export type CheckedWebBuild = Implements<typeof WebBuild, WebBuild.SecretKey>
 
 export declare const importSecret: CryptoBuild<SecretKey>['importSecret']
-export declare const hmac: CryptoBuild<SecretKey>['hmac']
-export declare const equal: CryptoBuild<SecretKey>['equal']
-export declare const decodeHex: CryptoBuild<SecretKey>['decodeHex']
+export declare const hmacHex: CryptoBuild<SecretKey>['hmacHex']
 export declare const decodeUtf8: CryptoBuild<SecretKey>['decodeUtf8']

@@ -260,3 +260,37 @@ describe('the timestamp window', () => {
     )
   })
 })
+
+describe('the node:crypto build HMAC', () => {
+  // Imported by path: the one-shot path (RFC 2104 over `crypto.hash`) against node:crypto's own
+  // createHmac, for keys around the 64-byte block and bodies around the 32 KiB switch to streaming.
+  const keyArb = fc.oneof(
+    secretArb,
+    fc.string({ unit: 'binary', minLength: 1, maxLength: 200 }),
+    // ASCII around the block size: 64 bytes is used as is, 65 is hashed first.
+    fc.string({ unit: fc.constantFrom('a', 'Z', '0', '_'), minLength: 62, maxLength: 66 }),
+  )
+  const bodyArb = fc.oneof(
+    fc.uint8Array({ maxLength: 1024 }),
+    fc.integer({ min: 32 * 1024 - 600, max: 32 * 1024 + 600 }).map((n) => new Uint8Array(n).map((_, i) => (i * 31 + n) & 0xff)),
+  )
+  const prefixArb = fc.tuple(idArb, timestampArb).map(([id, ts]) => `${id}.${ts}.`)
+
+  it('hmacHex equals createHmac hex for any key, prefix and body (numRuns 300)', async () => {
+    const { createHmac } = await import('node:crypto')
+    const build = (await import(/* @vite-ignore */ new URL('../../dist/crypto/node.js', import.meta.url).href)) as {
+      importSecret(secret: string): unknown
+      hmacHex(key: unknown, prefix: string, body: Uint8Array): string
+    }
+    fc.assert(
+      fc.property(keyArb, prefixArb, bodyArb, (secret, prefix, body) => {
+        const expected = createHmac('sha256', Buffer.from(secret, 'utf8')).update(prefix, 'latin1').update(body).digest('hex')
+        // Twice with one key: the pads and the shared buffer are reused.
+        const key = build.importSecret(secret)
+        expect(build.hmacHex(key, prefix, body)).toBe(expected)
+        expect(build.hmacHex(key, prefix, body)).toBe(expected)
+      }),
+      { numRuns: 300 },
+    )
+  })
+})
