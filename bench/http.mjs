@@ -5,7 +5,7 @@
  * their own process (bench/http-servers.mjs):
  * - bare: reads the body and answers;
  * - floor: bare plus what any verifying receiver must do (v2 HMAC, constant-time compare,
- *   JSON.parse): the physical floor;
+ *   JSON.parse), the HMAC the cheapest way known (bench/floor.mjs): the physical floor;
  * - webhooks: the package's entry for that server (verify, MemoryStore claim/complete, handler, answer).
  * Every request is a distinct delivery, signed as it is sent (fresh id and timestamp), so the
  * webhooks route claims, runs and completes every one, and no pool can run out however fast the
