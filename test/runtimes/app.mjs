@@ -9,14 +9,14 @@
  * plus POST /vectors (runs the posted known-answer vectors through verifyWebhook here, in this
  * runtime) and GET /info (runtime, version, and the crypto the `#crypto` import condition chose).
  */
-import { hmac } from '#crypto'
+import { hmacHex } from '#crypto'
 import { Hono } from 'hono'
 import { isWebhookVerificationError, verifyWebhook } from 'svc-webhooks'
 import { createFetchHandler } from 'svc-webhooks/fetch'
 import { webhooks } from 'svc-webhooks/hono'
 
 // The WebCrypto build's HMAC is an async function, the node:crypto build's a plain one.
-const cryptoName = hmac.constructor.name === 'AsyncFunction' ? 'WebCrypto' : 'node:crypto'
+const cryptoName = hmacHex.constructor.name === 'AsyncFunction' ? 'WebCrypto' : 'node:crypto'
 
 function runtime() {
   if (globalThis.Bun) return { runtime: 'bun', version: globalThis.Bun.version }
