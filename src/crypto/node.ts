@@ -4,9 +4,10 @@
  * synchronously (the verifier then skips a promise per request).
  *
  * The HMAC of a body up to {@link ONE_SHOT_MAX_BODY} is RFC 2104 over two one-shot
- * `crypto.hash` calls: `createHmac` builds a stream object and asks OpenSSL for the digest per
- * call, which costs more than hashing a 400-byte delivery, and `digest()` into a Buffer costs a
- * third of that again. The key's inner and outer pads are computed once at import. Larger bodies,
+ * `crypto.hash` calls, with the key's inner and outer pads computed once at import.
+ * `createHmac` builds a stream object and has OpenSSL look the digest up on every call (about
+ * 1.1 µs on Node 20, more than hashing a 400-byte delivery), and `digest()` into a Buffer adds
+ * about 0.45 µs; the two one-shot hashes cost about 0.9 µs in all at 400 B. Larger bodies,
  * and runtimes without `crypto.hash` (Node < 20.12), stream through `createHmac`, which never
  * copies the body. Both paths are checked against the same known-answer vectors.
  */
