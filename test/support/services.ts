@@ -34,13 +34,14 @@ export function describeWithService(name: string, service: string, reason: strin
 
 /**
  * `it` when `binary` exists or under CI (where a missing binary then fails the test); otherwise
- * a skip that says which binary is missing and what installs it.
+ * a skip whose title says which binary is missing and what installs it.
  *
  * @example
  * itNeeding(bunBinary)('examples/bun answers 200', async () => { ... })
  */
-export function itNeeding(binary: string) {
+export function itNeeding(binary: string): (name: string, body: () => Promise<void> | void, timeout?: number) => void {
   if (existsSync(binary) || CI) return it
-  console.warn(`[svc-webhooks tests] skipping: ${binary} is not installed (npm ci in scripts/runtime-binaries installs it)`)
-  return it.skip
+  const reason = `${binary} is not installed (npm ci in scripts/runtime-binaries installs it)`
+  console.warn(`[svc-webhooks tests] skipping: ${reason}`)
+  return (name, body, timeout) => it.skip(`${name} (skipped: ${reason})`, body, timeout)
 }
