@@ -76,7 +76,7 @@ export function webhooks(options: ExpressWebhooksOptions): RequestHandler & Part
     if (req.method === 'POST' && parsedBefore(req)) return next(new WebhookVerificationError('body_already_parsed', PARSED))
     if (receiver) return sendNode(res, await receiver.receive(req, expressTransport))
     try {
-      req.webhook = (await verifyTransported(req, expressTransport, opts!)).delivery
+      req.webhook = await verifyTransported(req, expressTransport, opts!)
     } catch (error) {
       nodeTransport.discard!(req, opts!.bodyTimeoutMs)
       return next(error)

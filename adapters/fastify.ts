@@ -6,7 +6,7 @@
  */
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { createWebhookReceiver, type WebhookReceiverOptions, type WebhookTransport } from '../src/index.js'
-import { nodeTransport, sendNode } from './node.js'
+import { nodeTransport } from './node.js'
 
 /** Options of {@link webhooksPlugin}: the receiver's options and the route's path. */
 export interface FastifyWebhooksOptions extends WebhookReceiverOptions<FastifyRequest> {
@@ -41,10 +41,10 @@ export const webhooksPlugin: FastifyPluginAsync<FastifyWebhooksOptions> = async 
   app.all(path, {
     onRequest: async (request, reply) => {
       const answer = await receiver.receive(request, fastifyTransport)
-      // The answer is written on Node's response as every Node entry writes it; Fastify's reply
-      // pipeline (serializers, hooks) has nothing to add to a fixed JSON body.
-      reply.hijack()
-      sendNode(reply.raw, answer)
+      // Through Fastify's reply, not Node's response: the app's onSend hooks (CORS, security
+      // headers, logging) run on this route as on every other.
+      if (answer.close) reply.header('connection', 'close')
+      return reply.code(answer.status).headers(answer.headers).send(answer.body)
     },
     // Never reached: onRequest always answers.
     handler: async (_request, reply) => reply,

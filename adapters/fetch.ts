@@ -79,5 +79,5 @@ export function handleRequest(request: Request, options: FetchHandlerOptions): P
  * const delivery = await verifyRequest(request, { secret })
  */
 export async function verifyRequest(request: Request, options: VerifyOptions<Request>): Promise<VerifiedDelivery> {
-  return (await verifyTransported(request, fetchTransport, resolveVerifyOptions(options))).delivery
+  return verifyTransported(request, fetchTransport, resolveVerifyOptions(options))
 }

@@ -94,7 +94,7 @@ export function webhooks(options: VerifyOptions<Context> & { on?: WebhookReceive
   return createMiddleware<{ Variables: WebhookVariables }>(async (c, next) => {
     if (readBefore(c)) throw new WebhookVerificationError('body_already_parsed', PARSED)
     try {
-      c.set('webhook', (await verifyTransported(c, honoTransport, opts)).delivery)
+      c.set('webhook', await verifyTransported(c, honoTransport, opts))
     } catch (error) {
       honoTransport.discard!(c, opts.bodyTimeoutMs)
       if (!isWebhookVerificationError(error) || error.code === 'body_already_parsed') throw error

@@ -4,6 +4,7 @@
  * its headers and method to the core's request, the core's answer to the proxy result shape.
  */
 import { createWebhookReceiver, type WebhookReceiverOptions, type WebhookStatsSource, type WebhookTransport } from '../src/index.js'
+import { fromBase64 } from '../src/base64.js'
 import { getHeader } from '../src/headers.js'
 import { toBytes } from '../src/input.js'
 
@@ -60,14 +61,6 @@ export interface LambdaWebhookResult {
   isBase64Encoded: false
 }
 
-/** The bytes API Gateway base64-encoded (binary media types, function URLs with non-text bodies). */
-function fromBase64(text: string): Uint8Array {
-  const binary = atob(text)
-  const bytes = new Uint8Array(binary.length)
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i)
-  return bytes
-}
-
 /**
  * Creates a Lambda handler that verifies, deduplicates, dispatches and answers. Each instance of
  * the function keeps its own `MemoryStore`: give `store` a `RedisStore` so instances share dedupe.
@@ -103,6 +96,7 @@ const lambdaTransport: WebhookTransport<LambdaWebhookEvent> = {
   },
   body(event, maxBodyBytes) {
     // A plain body is the UTF-8 text as received; the core measures maxBodyBytes on the bytes.
+    // API Gateway base64-encodes binary media types, and function URLs non-text bodies.
     return toBytes(event.isBase64Encoded && event.body ? fromBase64(event.body) : (event.body ?? ''), maxBodyBytes)
   },
 }

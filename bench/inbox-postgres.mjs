@@ -9,14 +9,10 @@
  * stopped after 3 minutes. Durable by default (fsync on, synchronous_commit on: what a 202
  * promises); `--fsync=off` measures without the disk flush.
  */
-import { spawn, spawnSync } from 'node:child_process'
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
-import { tmpdir, userInfo } from 'node:os'
-import { join } from 'node:path'
 import pg from 'pg'
 import { createInboxWorker } from 'svc-webhooks'
 import { PostgresInbox } from 'svc-webhooks/postgres'
-import { freePort } from '../test/support/free-port.mjs'
+import { findPostgresBinDir, startPostgresServer } from '../test/support/postgres-process.mjs'
 
 const N = Number(process.env.SVC_BENCH_INBOX_N ?? 5000)
 const SENDERS = 16
@@ -25,57 +21,12 @@ const CONCURRENCY = 8
 const FSYNC = !process.argv.includes('--fsync=off')
 const LIMIT_MS = 3 * 60 * 1000
 
-function binDir() {
-  if (process.env.PG_BIN_DIR) return process.env.PG_BIN_DIR
-  const onPath = spawnSync('pg_config', ['--bindir'], { encoding: 'utf8' })
-  if (onPath.status === 0 && existsSync(join(onPath.stdout.trim(), 'initdb'))) return onPath.stdout.trim()
-  const root = '/usr/lib/postgresql'
-  const versions = existsSync(root) ? readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'initdb'))) : []
-  versions.sort((a, b) => Number(b) - Number(a))
-  return versions[0] === undefined ? undefined : join(root, versions[0], 'bin')
-}
-
-const isRoot = userInfo().uid === 0
-function run(args) {
-  const [cmd, ...rest] = isRoot ? ['runuser', '-u', 'postgres', '--', ...args] : args
-  return new Promise((resolve) => {
-    const child = spawn(cmd, rest, { stdio: ['ignore', 'pipe', 'pipe'] })
-    let output = ''
-    child.stdout.on('data', (d) => (output += d))
-    child.stderr.on('data', (d) => (output += d))
-    child.once('exit', (code) => resolve({ code, output }))
-  })
-}
-
-async function startPostgres(bin) {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-webhooks-bench-pg-'))
-  if (isRoot) {
-    const uid = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' })
-    if (uid.status !== 0) throw new Error('running as root and there is no `postgres` user to run initdb as')
-    chownSync(dir, Number(uid.stdout.trim()), -1)
-  }
-  const data = join(dir, 'data')
-  const port = await freePort()
-  const init = await run([join(bin, 'initdb'), '-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8'])
-  if (init.code !== 0) throw new Error(`initdb failed: ${init.output.slice(-500)}`)
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=100 -c fsync=${FSYNC ? 'on' : 'off'}`
-  const started = await run([join(bin, 'pg_ctl'), '-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '60', 'start'])
-  if (started.code !== 0) throw new Error(`pg_ctl start failed: ${started.output.slice(-500)}`)
-  return {
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
-    async stop() {
-      await run([join(bin, 'pg_ctl'), '-D', data, '-m', 'immediate', '-w', 'stop'])
-      rmSync(dir, { recursive: true, force: true })
-    },
-  }
-}
-
-const bin = binDir()
-if (bin === undefined) {
+if (findPostgresBinDir() === undefined) {
   console.log('bench:inbox-postgres: SKIPPED: no Postgres binaries found (set PG_BIN_DIR or install postgresql)')
   process.exit(0)
 }
-const server = await startPostgres(bin)
+// Throws (as before) when running as root with no `postgres` user to run initdb as.
+const server = await startPostgresServer({ fsync: FSYNC, maxConnections: 100 })
 const watchdog = setTimeout(async () => {
   console.error(`bench:inbox-postgres: stopped after ${LIMIT_MS / 1000} s`)
   await server.stop()

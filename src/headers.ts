@@ -46,11 +46,7 @@ export interface SignedHeaders {
   timestampText: string
   timestamp: number
   version: 'v2' | 'v1'
-  /**
-   * The values of that scheme as sent: the 64 characters after each `v2=` (or `v1=`) of that
-   * length, not yet checked as hex. {@link requireWellFormed} checks them before a body is read;
-   * a value that is not hex can never equal a digest, so verifying needs no check of its own.
-   */
+  /** The well-formed values of that scheme, as 64 lowercase hex digits; empty when none is well formed. */
   signatures: string[]
 }
 
@@ -61,7 +57,7 @@ export interface HeaderRules {
   now: () => number
 }
 
-export const MAX_ID_LENGTH = 256
+const MAX_ID_LENGTH = 256
 const MAX_SIGNATURES = 16
 
 /**
@@ -109,7 +105,7 @@ function single(value: HeaderValue): string | undefined {
 }
 
 /** One delivery id: 1 to 256 visible ASCII characters (a regular expression beats a loop here). */
-export const DELIVERY_ID = /^[\x21-\x7e]{1,256}$/
+export const DELIVERY_ID = new RegExp(`^[\\x21-\\x7e]{1,${MAX_ID_LENGTH}}$`)
 
 function readId(raw: HeaderValue): string {
   const id = single(raw)
@@ -177,24 +173,32 @@ function checkTimestamp(timestamp: number, rules: HeaderRules): void {
 function parseSignatures(header: string | readonly string[], scheme: 'v2=' | 'v1='): string[] {
   const text = typeof header === 'string' ? header : header.join(',')
   // The common case, one value: no scan for separators.
-  if (text.length === 67) return text.startsWith(scheme) ? [text.slice(3)] : []
+  if (text.length === 67) {
+    const value = text.startsWith(scheme) ? hexValue(text.slice(3)) : undefined
+    return value === undefined ? [] : [value]
+  }
   const found: string[] = []
   let start = 0
   while (start < text.length && found.length < MAX_SIGNATURES) {
     let end = start
     while (end < text.length && text.charCodeAt(end) !== 0x20 && text.charCodeAt(end) !== 0x2c) end++
-    if (end - start === 67 && text.startsWith(scheme, start)) found.push(text.slice(start + 3, end))
+    const value = end - start === 67 && text.startsWith(scheme, start) ? hexValue(text.slice(start + 3, end)) : undefined
+    if (value !== undefined) found.push(value)
     start = end + 1
   }
   return found
 }
 
-/** 64 hex digits. The service sends lowercase; uppercase is accepted as the same value. */
-const HEX_SIGNATURE = /^[0-9a-fA-F]{64}$/
+const LOWERCASE_HEX = /^[0-9a-f]{64}$/
+const ANY_CASE_HEX = /^[0-9a-fA-F]{64}$/
 
-/** Whether a signature value is 64 hex digits. */
-export function isHexSignature(value: string): boolean {
-  return HEX_SIGNATURE.test(value)
+/**
+ * 64 hex digits as the digest is written (lowercase), or undefined when they are not hex. The
+ * service sends lowercase; uppercase digits are the same value.
+ */
+function hexValue(value: string): string | undefined {
+  if (LOWERCASE_HEX.test(value)) return value
+  return ANY_CASE_HEX.test(value) ? value.toLowerCase() : undefined
 }
 
 /**
@@ -202,10 +206,10 @@ export function isHexSignature(value: string): boolean {
  * can make it match, so there is no reason to wait for one.
  */
 export function requireWellFormed(signed: SignedHeaders): void {
-  if (!signed.signatures.some(isHexSignature)) throw malformedSignature(signed.version)
-}
-
-/** The refusal of a signature header without one value of 64 hex digits. */
-export function malformedSignature(version: 'v2' | 'v1'): WebhookVerificationError {
-  return new WebhookVerificationError('invalid_signature', `The ${version} signature header holds no "${version}=<64 hex digits>" value.`)
+  if (signed.signatures.length === 0) {
+    throw new WebhookVerificationError(
+      'invalid_signature',
+      `The ${signed.version} signature header holds no "${signed.version}=<64 hex digits>" value.`,
+    )
+  }
 }

@@ -94,7 +94,8 @@ export function discardNodeBody(stream: NodeBodyStream, timeoutMs = DEFAULT_BODY
 
 /**
  * Reads a Node.js stream (`IncomingMessage`) up to `maxBodyBytes` within `timeoutMs`. Past the
- * limit it rejects with `body_too_large`, past the deadline with `body_timeout`; either way the
+ * limit it rejects with `body_too_large`, past the deadline with `body_timeout` (checked by a
+ * shared sweep every 250 ms, so at most that much later); either way the
  * rest of the body is read and dropped in the background (bounded by `timeoutMs`) so the answer
  * reaches the client.
  *

@@ -13,7 +13,7 @@ import { toBytes, type WebhookInput } from './input.js'
 import { resolveVerifyOptions, type SecretSet, type VerifyOptions } from './options.js'
 import { lookupSecrets } from './secrets.js'
 import { MemoryStore } from './stores/memory.js'
-import type { ClaimResult, IdempotencyStore } from './stores/store.js'
+import { quietly, type ClaimResult, type IdempotencyStore } from './stores/store.js'
 import { matchSignature, type VerifiedDelivery } from './verify.js'
 import type { WebhookInbox, WebhookInboxProducer } from './inbox/inbox.js'
 import { AnswerCounter, callHook, resolveLog, resultLine, startupWarnings, type ReceiverStats, type WebhookLog } from './visibility.js'
@@ -280,7 +280,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
    * enqueue, then the answer. Every way out sets `answer` and leaves the `flow` block.
    */
   async function receive(request: R, transport: WebhookTransport<R>): Promise<WebhookResponse> {
-    // `durationMs` is for onResult only: without it, no clock reads per request.
+    // `durationMs` is for onResult only: without it, no clock reads for it.
     const started = onResult ? now() : 0
     const result: WebhookResult = { outcome: 'processed', status: 0, durationMs: 0 }
     let answer: WebhookResponse
@@ -423,13 +423,8 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
 
   /** Releases the first `count` of `keys`. */
   async function releaseAll(keys: readonly string[], count: number, owner: string): Promise<void> {
-    for (let i = 0; i < count; i++) {
-      try {
-        await store.release(keys[i]!, owner)
-      } catch {
-        // The lease expires and the retry runs the handler then.
-      }
-    }
+    // A release that fails leaves the lease to expire; the retry runs the handler then.
+    for (let i = 0; i < count; i++) await quietly(() => store.release(keys[i]!, owner))
   }
 
   function report(result: WebhookResult): void {

@@ -7,7 +7,7 @@
  */
 import { readSignedHeaders, requireWellFormed, type HeaderGetter, type SignedHeaders } from './headers.js'
 import { tooLarge } from './input.js'
-import type { ResolvedVerifyOptions, SecretSet } from './options.js'
+import type { ResolvedVerifyOptions } from './options.js'
 import { lookupSecrets } from './secrets.js'
 import { declaresTooMuch } from './read-body.js'
 import { matchSignature, type VerifiedDelivery } from './verify.js'
@@ -38,13 +38,6 @@ export interface WebhookTransport<R> {
   discard?(request: R, timeoutMs: number): void
 }
 
-/** A verified delivery with the headers and the secrets it was verified by. */
-export interface Transported {
-  signed: SignedHeaders
-  delivery: VerifiedDelivery
-  secrets: SecretSet
-}
-
 /**
  * Every check that does not need the body, in the answers' order: the declared length, then the
  * headers (id, timestamp, signature presence and format). Throws a `WebhookVerificationError`.
@@ -62,12 +55,11 @@ export function checkBeforeBody<R>(request: R, transport: WebhookTransport<R>, o
  * `WebhookVerificationError`. Used by the verify-only adapters; the receiver runs the same steps
  * inline (one promise fewer per delivery).
  */
-export async function verifyTransported<R>(request: R, transport: WebhookTransport<R>, opts: ResolvedVerifyOptions): Promise<Transported> {
+export async function verifyTransported<R>(request: R, transport: WebhookTransport<R>, opts: ResolvedVerifyOptions): Promise<VerifiedDelivery> {
   const signed = checkBeforeBody(request, transport, opts)
   const secrets = opts.secrets ?? (await lookupSecrets(opts, request))
-  const body = await transport.body(request, opts.maxBodyBytes, opts.bodyTimeoutMs)
-  // node:crypto answers at once: no promise to wait for then.
-  const matched = matchSignature(signed, body, secrets, true)
-  const delivery = (matched instanceof Promise ? await matched : matched) as VerifiedDelivery
-  return { signed, delivery, secrets }
+  const read = transport.body(request, opts.maxBodyBytes, opts.bodyTimeoutMs)
+  // node:crypto answers at once, and a body already held needs no waiting: no promise then.
+  const matched = matchSignature(signed, read instanceof Uint8Array ? read : await read, secrets, true)
+  return (matched instanceof Promise ? await matched : matched) as VerifiedDelivery
 }

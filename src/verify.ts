@@ -6,7 +6,7 @@
 import { decodeUtf8, hmacHex } from '#crypto'
 import { WebhookVerificationError } from './errors.js'
 import type { WebhookEvent } from './events.js'
-import { getHeader, isHexSignature, malformedSignature, readSignedHeaders, type SignedHeaders } from './headers.js'
+import { getHeader, readSignedHeaders, requireWellFormed, type SignedHeaders } from './headers.js'
 import { toBytes, type WebhookInput } from './input.js'
 import { resolveVerifyOptions, SECRET_PREFIX, type SecretSet, type VerifyOptions } from './options.js'
 import { lookupSecrets } from './secrets.js'
@@ -86,7 +86,8 @@ interface Signed {
 }
 
 /**
- * The HMAC over the raw body for headers that passed {@link readSignedHeaders}: synchronous with
+ * The HMAC over the raw body for headers that passed {@link readSignedHeaders} (a header without
+ * one well-formed value is refused first, with no HMAC): synchronous with
  * node:crypto, a promise only when the crypto build's HMAC is one (WebCrypto). The body is parsed
  * (when `parse`) only once a signature matched. Throws when none matches.
  */
@@ -96,6 +97,7 @@ export function matchSignature(
   secrets: SecretSet,
   parse: boolean,
 ): VerifiedDelivery | VerifiedSignature | Promise<VerifiedDelivery | VerifiedSignature> {
+  requireWellFormed(signed)
   const prefix = signed.version === 'v2' ? `${signed.id}.${signed.timestampText}.` : `${signed.timestampText}.`
   const { keys } = secrets
   for (let i = 0; i < keys.length; i++) {
@@ -104,9 +106,7 @@ export function matchSignature(
     if (typeof digest !== 'string') return matchSignatureAsync({ secrets, signed, prefix, body, parse }, i, digest)
     if (matches(signed.signatures, digest)) return verified(signed, i, body, parse)
   }
-  const lowered = lowercased(signed)
-  if (lowered) return matchSignature(lowered, body, secrets, parse)
-  throw refusal(signed, secrets)
+  throw invalidSignature(signed.version, secrets)
 }
 
 /** The rest of the secrets loop when the HMAC is a promise (WebCrypto), from secret `index`. */
@@ -116,9 +116,7 @@ async function matchSignatureAsync(state: Signed, index: number, pending: Promis
     const digest = i === index ? await pending : await hmacHex(secrets.keys[i]!, prefix, body)
     if (matches(signed.signatures, digest)) return verified(signed, i, body, state.parse)
   }
-  const lowered = lowercased(signed)
-  if (lowered) return matchSignature(lowered, body, secrets, state.parse)
-  throw refusal(signed, secrets)
+  throw invalidSignature(signed.version, secrets)
 }
 
 /**
@@ -135,17 +133,6 @@ function matches(signatures: string[], digest: string): boolean {
   return false
 }
 
-/**
- * The headers again with uppercase hex values lowercased, or undefined when there are none. The
- * service sends lowercase; uppercase digits are the same value, so they get a second pass after
- * the first found no match, instead of a case check on every delivery.
- */
-function lowercased(signed: SignedHeaders): SignedHeaders | undefined {
-  const { signatures } = signed
-  if (!signatures.some((s) => isHexSignature(s) && s !== s.toLowerCase())) return undefined
-  return { ...signed, signatures: signatures.filter(isHexSignature).map((s) => s.toLowerCase()) }
-}
-
 /** The answer, built once: with the parsed event for `verifyWebhook`, without for `verifySignature`. */
 function verified(signed: SignedHeaders, secretIndex: number, rawBody: Uint8Array, parse: boolean): VerifiedSignature | VerifiedDelivery {
   const { id, timestamp, version: signatureVersion } = signed
@@ -153,10 +140,7 @@ function verified(signed: SignedHeaders, secretIndex: number, rawBody: Uint8Arra
   return { id, timestamp, signatureVersion, secretIndex, rawBody, event: parseEvent(rawBody) }
 }
 
-/** Why no signature matched: none of the values is hex, or none is the HMAC under a configured secret. */
-function refusal(signed: SignedHeaders, secrets: SecretSet): WebhookVerificationError {
-  const { version } = signed
-  if (!signed.signatures.some(isHexSignature)) return malformedSignature(version)
+function invalidSignature(version: 'v2' | 'v1', secrets: SecretSet): WebhookVerificationError {
   let message =
     `No ${version} signature matched the ${secrets.count === 1 ? 'configured secret' : `${secrets.count} configured secrets`}. ` +
     'Check that the secret is the current one for this endpoint (rotating it stops the old one at once; ' +

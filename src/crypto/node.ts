@@ -26,7 +26,7 @@ export interface SecretKey {
 
 const BLOCK = 64
 /** Above this size, copying the body next to the pad costs more than the stream object saves. */
-export const ONE_SHOT_MAX_BODY = 32 * 1024
+const ONE_SHOT_MAX_BODY = 32 * 1024
 
 type OneShotHash = (algorithm: string, data: Uint8Array, outputEncoding: 'latin1' | 'hex') => string
 /** A namespace lookup, not a named import: a runtime without `hash` must still load this module. */

@@ -42,7 +42,7 @@
  *   time in proportion to the depth, which is what a queue table can offer without a counter
  *   row every append would have to lock).
  */
-import { quoteTable, type PostgresQueryable } from '../stores/postgres.js'
+import { quoteTable, type PostgresQueryable } from '../stores/postgres-client.js'
 import { positiveOption, withDeadline } from '../stores/deadline.js'
 import {
   DEFAULT_INBOX_RETENTION_MS,

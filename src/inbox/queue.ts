@@ -22,9 +22,11 @@
  * count API for its producers; read its backlog in the Queue's metrics (dashboard, GraphQL API).
  */
 import { decodeUtf8 } from '#crypto'
+import { fromBase64, toBase64 } from '../base64.js'
 import type { WebhookEvent } from '../events.js'
 import type { WebhookHandler, WebhookHandlers } from '../receiver.js'
 import { quietly, type ClaimResult, type IdempotencyStore } from '../stores/store.js'
+import { callHook } from '../visibility.js'
 import { DEFAULT_INBOX_RETENTION_MS, type AppendResult, type InboxDelivery, type WebhookInboxProducer } from './inbox.js'
 import { retryDelay, type InboxWorkerResult } from './worker.js'
 
@@ -78,22 +80,9 @@ const MAX_DELAY_SECONDS = 12 * 60 * 60
  * Put before the primary key of a processed record. A receiver's key starts with its endpoint
  * namespace, where every `%` is written `%25` (endpointNamespace), so no receiver key starts so.
  */
-export const PROCESSED_PREFIX = '%processed:'
+const PROCESSED_PREFIX = '%processed:'
 
 const encoder = new TextEncoder()
-
-function toBase64(bytes: Uint8Array): string {
-  let binary = ''
-  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000))
-  return btoa(binary)
-}
-
-function fromBase64(text: string): Uint8Array {
-  const binary = atob(text)
-  const bytes = new Uint8Array(binary.length)
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i)
-  return bytes
-}
 
 function isStore(store: unknown): store is IdempotencyStore {
   const s = store as IdempotencyStore | undefined
@@ -246,16 +235,8 @@ export function createQueueConsumer(options: QueueConsumerOptions): (batch: Queu
   for (const [name, value] of Object.entries({ leaseMs, retentionMs, firstRetryDelayMs, maxRetryDelayMs })) positive(value, name)
   const handlers = on as Record<string, WebhookHandler<unknown> | undefined>
 
-  function report(result: InboxWorkerResult): void {
-    try {
-      const returned = onResult?.(result)
-      if (returned !== null && typeof returned === 'object' && typeof (returned as Promise<unknown>).then === 'function') {
-        ;(returned as Promise<unknown>).then(undefined, () => undefined)
-      }
-    } catch {
-      // A logging hook must not turn a processed message into a retried one.
-    }
-  }
+  // A logging hook must not turn a processed message into a retried one: callHook swallows its failures.
+  const report = (result: InboxWorkerResult): void => callHook(onResult, result)
 
   async function handle(msg: QueueMessageLike): Promise<void> {
     const started = now()

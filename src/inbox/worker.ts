@@ -12,7 +12,7 @@ import type { WebhookEvent } from '../events.js'
 import type { WebhookHandler, WebhookHandlers } from '../receiver.js'
 import { quietly, type IdempotencyStore } from '../stores/store.js'
 import type { VerifiedDelivery } from '../verify.js'
-import type { InboxEntry, WebhookInbox } from './inbox.js'
+import { DEFAULT_INBOX_RETENTION_MS, type InboxEntry, type WebhookInbox } from './inbox.js'
 import { callHook } from '../visibility.js'
 
 /** How one taken delivery ended, for logging and metrics. Never holds the body. */
@@ -42,8 +42,8 @@ export interface InboxWorkerOptions {
    */
   store?: IdempotencyStore
   /**
-   * Handlers running at once. Size it for the slowest handlers: at 20 deliveries/s with some
-   * handlers taking 12 s, about 5 run at any moment.
+   * Handlers running at once. Size it for the slowest handlers: at 20 deliveries/s with one
+   * handler in 50 taking 12 s, about 5 of those run at any moment (20 × 1/50 × 12).
    * @default 10
    */
   concurrency?: number
@@ -223,7 +223,7 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
       clearInterval(renew)
     }
     if (!failed) {
-      if (store) await quietly(() => store.complete(key, owner, 72 * 60 * 60 * 1000))
+      if (store) await quietly(() => store.complete(key, owner, DEFAULT_INBOX_RETENTION_MS))
       const owned = await inbox.complete(entry)
       return report({ ...base, outcome: owned ? 'processed' : 'lease_lost', eventType: event.event, durationMs: now() - started })
     }

@@ -16,8 +16,8 @@ const MAX_PAUSE_MS = 250
  * at the deadline may resolve later: `onLate` receives that value, so a late claim can be undone.
  *
  * @example
- * const state = await withDeadline('RedisStore.claim', 2000, () => run(CLAIM, key, owner), (late) => {
- *   if (late === 'claimed') void store.release(key, owner).catch(() => {})
+ * const state = await withDeadline('RedisStore.claim', 2000, () => run(CLAIM, key, args), (late) => {
+ *   if (late === 'claimed') void quietly(() => store.release(key, owner))
  * })
  */
 export function withDeadline<T>(

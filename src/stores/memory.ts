@@ -72,7 +72,11 @@ export class MemoryStore implements IdempotencyStore {
   /** Entries held, and how many of them are claims. */
   private live = 0
   private claims = 0
-  /** Nothing expires before this (ms since the epoch): the expiry sweep is skipped until then. */
+  /**
+   * When `claim` next runs the expiry sweep (ms since the epoch): the front entry's expiry as of
+   * the last sweep, lowered by every expiry written since. Not a bound on every entry: one further
+   * back that was written before that sweep can expire earlier (see sweep()).
+   */
   private nextExpiry = Infinity
   /** The last key hashed: `complete` and `release` get the string `claim` just hashed. */
   private lastKey: string | undefined
@@ -113,7 +117,8 @@ export class MemoryStore implements IdempotencyStore {
 
   complete(key: string, owner: string, retentionMs: number): boolean {
     const now = this.now()
-    // Whole seconds, rounded up: never shorter than asked.
+    // Rounded up to a whole second (never shorter than asked), as when expiries were stored in
+    // seconds; the Float64Array holds milliseconds, so this only keeps expiry times as they were.
     const expiresAt = Math.ceil((now + retentionMs) / 1000) * 1000
     const hash = this.hash(key)
     const slot = this.find(key, hash)
@@ -141,6 +146,8 @@ export class MemoryStore implements IdempotencyStore {
     const slot = this.find(key, this.hash(key))
     if (slot < 0) return false
     const at = this.slots[2 * slot + 1]! - 1
+    // The first test is not redundant: it keeps a completion (owner undefined) from being
+    // released by a plain-JavaScript caller that passes no owner.
     if (this.owners[at] === undefined || this.owners[at] !== owner) return false
     this.remove(at, slot)
     return true
@@ -227,7 +234,10 @@ export class MemoryStore implements IdempotencyStore {
       if (this.expiries[at]! > now) break
       this.remove(at, this.slotOf(at))
     }
-    // Entries are kept in the order written, so the front's expiry is (nearly always) the next one.
+    // Entries are in the order written, not the order they expire: a claim behind a completion, a
+    // shorter retention, or a claim completed in place after a later one can expire before the
+    // front. Such an entry stays (claim treats it as expired) until a later sweep reaches it, its
+    // key is claimed again, or makeRoom evicts it.
     this.nextExpiry = this.head < this.tail ? this.expiries[this.head & this.ringMask]! : Infinity
   }
 

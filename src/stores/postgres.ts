@@ -1,18 +1,17 @@
 /**
- * `svc-webhooks/postgres`: `PostgresStore`, the idempotency store for receivers that already run
- * on Postgres. One row per delivery id with an expiry column; claim, complete and release are
- * one statement each (INSERT ... ON CONFLICT), timed by the database clock, so a fresh delivery
- * costs two round trips. Takes a `pg` Pool or Client (any object with `query(text, values)`).
+ * `svc-webhooks/postgres`, for receivers that already run on Postgres: `PostgresStore`, the
+ * idempotency store, and `PostgresInbox`, the durable inbox (src/inbox/postgres.ts). Both take a
+ * `pg` Pool or Client (any object with `query(text, values)`) and time leases and expiries by the
+ * database clock. The store keeps one row per delivery id with an expiry column; claim, complete
+ * and release are one statement each (INSERT ... ON CONFLICT), so a fresh delivery costs two
+ * round trips.
  */
 import type { ClaimResult, IdempotencyStore } from './store.js'
 import { positiveOption, withDeadline } from './deadline.js'
+import { quoteTable, type PostgresQueryable } from './postgres-client.js'
 
+export type { PostgresQueryable } from './postgres-client.js'
 export { PostgresInbox, createInboxTableSql, type PostgresInboxOptions } from '../inbox/postgres.js'
-
-/** The part of a `pg` `Pool` or `Client` the store uses. */
-export interface PostgresQueryable {
-  query(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>
-}
 
 /** Options of {@link PostgresStore}: give `pool` (recommended) or `client`. */
 export interface PostgresStoreOptions {
@@ -32,23 +31,6 @@ export interface PostgresStoreOptions {
    * @default 2000
    */
   timeoutMs?: number
-}
-
-const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
-
-/**
- * `table` (a plain name or `schema.name`) double-quoted for SQL; a TypeError naming `owner`'s
- * option for anything else, so a table name can never carry SQL. Shared with PostgresInbox.
- *
- * @example
- * quoteTable('webhooks.deliveries') // '"webhooks"."deliveries"'
- */
-export function quoteTable(table: unknown, owner = 'PostgresStore'): string {
-  const parts = typeof table === 'string' ? table.split('.') : []
-  if (parts.length === 0 || parts.length > 2 || !parts.every((part) => IDENTIFIER.test(part))) {
-    throw new TypeError(`svc-webhooks: ${owner} \`table\` must be a plain name or schema.name (letters, digits, underscores).`)
-  }
-  return parts.map((part) => `"${part}"`).join('.')
 }
 
 /**

@@ -4,13 +4,13 @@
  * recognised by its methods. Shared by RedisStore and RedisInbox; not a public entry.
  */
 
-/** The part of an `ioredis` client (`Redis` or `Cluster`) the store uses. */
+/** The part of an `ioredis` client (`Redis` or `Cluster`) the store and the inbox use. */
 export interface IORedisLikeClient {
   eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>
   defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void
 }
 
-/** The part of a `node-redis` v4+ client (`createClient()` or `createCluster()`) the store uses. */
+/** The part of a `node-redis` v4+ client (`createClient()` or `createCluster()`) the store and the inbox use. */
 export interface NodeRedisLikeClient {
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>
 }

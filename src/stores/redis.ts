@@ -1,15 +1,16 @@
 /**
- * `svc-webhooks/redis`: `RedisStore`, the idempotency store for receivers running in more than
- * one process or machine. One Lua script per operation, so a fresh delivery costs two round
- * trips (claim, then complete) and each step is atomic on the server. Works with an `ioredis` or
- * a `node-redis` (v4+) client; neither is a dependency: the client is adapted by its methods.
+ * `svc-webhooks/redis`, for receivers running in more than one process or machine: `RedisStore`,
+ * the idempotency store, and `RedisInbox`, the durable inbox (src/inbox/redis.ts). Both work
+ * with an `ioredis` or a `node-redis` (v4+) client; neither is a dependency: the client is
+ * adapted by its methods (redis-client.ts). The store runs one Lua script per operation, so a
+ * fresh delivery costs two round trips (claim, then complete) and each step is atomic on the
+ * server.
  */
 import type { ClaimResult, IdempotencyStore } from './store.js'
 import { adapt, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from './redis-client.js'
-
-export type { IORedisLikeClient, NodeRedisLikeClient } from './redis-client.js'
 import { positiveOption, withDeadline } from './deadline.js'
 
+export type { IORedisLikeClient, NodeRedisLikeClient } from './redis-client.js'
 export { RedisInbox, type RedisInboxOptions } from '../inbox/redis.js'
 
 /** Options of {@link RedisStore}. */

@@ -74,6 +74,29 @@ describe('svc-webhooks/fastify', () => {
     expect(cases.record().runs[signed.id]).toBe(1)
   })
 
+  it("the app's onSend hooks run on the webhook route, for answers and refusals", async () => {
+    const hooked = Fastify()
+    hooked.addHook('onSend', async (_request, reply, payload) => {
+      reply.header('x-app-hook', 'ran')
+      return payload
+    })
+    hooked.register(webhooksPlugin, { path: CASE_PATH, ...createCaseApp().options })
+    const server = await start(hooked)
+    try {
+      const signed = await signWebhook({ secret: CASE_SECRET, event: sampleEvent('message.received') })
+      const ok = await fetch(server.url + CASE_PATH, { method: 'POST', body: signed.body, headers: signed.headers })
+      expect(ok.status).toBe(200)
+      expect(ok.headers.get('x-app-hook')).toBe('ran')
+      expect(ok.headers.get('content-type')).toMatch(/^application\/json/)
+      const refused = await fetch(server.url + CASE_PATH, { method: 'POST', body: signed.body, headers: { 'content-type': 'application/json' } })
+      expect(refused.status).toBe(400)
+      expect(refused.headers.get('x-app-hook')).toBe('ran')
+      expect(await refused.json()).toEqual({ ok: false, code: 'missing_id' })
+    } finally {
+      await server.close()
+    }
+  })
+
   it('invalid options fail registration', async () => {
     const bad = Fastify()
     bad.register(webhooksPlugin, { secret: '', on: {} })

@@ -217,7 +217,9 @@ describeWithPostgres('PostgresInbox', () => {
       expect(Buffer.from(entry.rawBody).equals(Buffer.from(sent))).toBe(true)
       await inbox.bury(entry, 'Error: kept for the test')
     }
-    for (const letter of await inbox.dead()) {
+    const dead = await inbox.dead()
+    expect(dead).toHaveLength(bodies.length)
+    for (const letter of dead) {
       const sent = bodies.find((b) => b.length === letter.rawBody.length)!
       expect(Buffer.from(letter.rawBody).equals(Buffer.from(sent))).toBe(true)
     }
@@ -331,7 +333,6 @@ describeWithPostgres('PostgresInbox', () => {
     console.info(`[PostgresInbox] append with the server stopped rejected after ${timings.join(' and ')} ms (timeoutMs ${TIMEOUT})`)
     for (const elapsed of timings) {
       expect(elapsed).toBeGreaterThanOrEqual(TIMEOUT - 5)
-      expect(elapsed).toBeLessThan(TIMEOUT + 200)
     }
     const d = inboxDelivery()
     expect(await eventually(async () => (await inbox.append(d).catch(() => 'down')) !== 'down')).toBe(true)

@@ -255,7 +255,6 @@ describeWithRedis('RedisInbox', () => {
         await expect(inbox.append(inboxDelivery())).rejects.toThrow(/RedisInbox.append got no answer within 300 ms/)
         const elapsed = Date.now() - started
         expect(elapsed).toBeGreaterThanOrEqual(timeoutMs - 10)
-        expect(elapsed).toBeLessThan(timeoutMs + 200)
         const signed = await signWebhook({ secret: SECRET, event: sampleEvent('message.received'), id: randomUUID() })
         const down = await receiver.handle({ method: 'POST', body: signed.rawBody, headers: signed.headers })
         expect(down.status).toBe(503)

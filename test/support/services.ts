@@ -33,15 +33,21 @@ export function describeWithService(name: string, service: string, reason: strin
 }
 
 /**
- * `it` when `binary` exists or under CI (where a missing binary then fails the test); otherwise
- * a skip whose title says which binary is missing and what installs it.
+ * `it` when `binary` exists; otherwise a skip whose title says which binary is missing and what
+ * installs it, or under CI a test that fails at once with that reason.
  *
  * @example
  * itNeeding(bunBinary)('examples/bun answers 200', async () => { ... })
  */
 export function itNeeding(binary: string): (name: string, body: () => Promise<void> | void, timeout?: number) => void {
-  if (existsSync(binary) || CI) return it
+  if (existsSync(binary)) return it
   const reason = `${binary} is not installed (npm ci in scripts/runtime-binaries installs it)`
+  if (CI) {
+    return (name) =>
+      it(`${name} (needs ${binary} under CI)`, () => {
+        throw new Error(`${reason}. CI=true: install it (the .ci/run script does).`)
+      })
+  }
   console.warn(`[svc-webhooks tests] skipping: ${reason}`)
   return (name, body, timeout) => it.skip(`${name} (skipped: ${reason})`, body, timeout)
 }
