@@ -42,7 +42,19 @@ export {
   type WebhookTransport,
 } from './receiver.js'
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js'
-export type { AppendResult, DeadLetter, InboxDelivery, InboxEntry, InboxOptions, InboxStats, WebhookInbox, WebhookInboxProducer } from './inbox/inbox.js'
+export {
+  InboxError,
+  isInboxError,
+  type AppendResult,
+  type DeadLetter,
+  type InboxDelivery,
+  type InboxEntry,
+  type InboxErrorKind,
+  type InboxOptions,
+  type InboxStats,
+  type WebhookInbox,
+  type WebhookInboxProducer,
+} from './inbox/inbox.js'
 export { MemoryInbox } from './inbox/memory.js'
 export { createInboxWorker, type InboxWorker, type InboxWorkerOptions, type InboxWorkerResult } from './inbox/worker.js'
 export type { ClaimResult, IdempotencyStore } from './stores/store.js'

@@ -30,17 +30,31 @@ export interface InboxDelivery {
 
 /** A delivery taken by a worker: held under `lease` until completed, retried, buried or the lease expires. */
 export interface InboxEntry extends InboxDelivery {
-  /** Handler attempts already made (0 on the first take). */
+  /** Handler attempts whose result was recorded (`retry`): 0 on the first take. */
   attempts: number
+  /**
+   * Times the delivery was handed out by `take`, this take included, counted atomically by the
+   * take itself. `takes - attempts - 1` takes ended with no recorded result: a worker that died
+   * (a crash, OOM, kill -9) or lost its lease. The worker buries a delivery past its
+   * `maxStalledCount` of those, so a delivery that kills its process costs a bounded number of crashes.
+   */
+  takes: number
+  /**
+   * Where the retry budget (the worker's `maxRetryAgeMs`) counts from, in milliseconds since the
+   * epoch: `receivedAt`, or the time of the last `requeue`, so a requeued dead letter gets a full budget.
+   */
+  retriesSince: number
   /** The last attempt's error message, if any. */
   lastError?: string
   /** This take's lease token: only its holder may complete, retry, bury or extend the entry. */
   lease: string
 }
 
-/** A delivery that exhausted its retries. */
+/** A delivery that exhausted its retries, or was handed out too often with no result. */
 export interface DeadLetter extends InboxDelivery {
   attempts: number
+  /** Times it was handed out. */
+  takes: number
   /** The last attempt's error message. */
   lastError: string
   /** When it was buried, in milliseconds since the epoch. */
@@ -63,8 +77,47 @@ export interface InboxStats {
 export type AppendResult = 'accepted' | 'duplicate'
 
 /**
- * A durable inbox. Every method may reject when the backing service is unreachable: the receiver
- * then answers 503 (the sender retries) and a worker waits and tries again.
+ * Why an engine operation failed: `unavailable` (unreachable, timed out, connection dropped:
+ * the same call may succeed later) or `refused` (the engine answered an error that repeating
+ * will not fix: a value it cannot store, a size limit, Redis out of memory under `noeviction`).
+ */
+export type InboxErrorKind = 'unavailable' | 'refused'
+
+/**
+ * What every engine method rejects with. Its message names the operation and the kind, never
+ * the command's arguments; `cause` is a plain `{ name, message }` summary of the client's error
+ * (a client's own error object holds the command and its arguments, the body among them).
+ *
+ * @example
+ * try { await inbox.append(delivery) } catch (error) { if (isInboxError(error) && error.kind === 'refused') alert(error) }
+ */
+export class InboxError extends Error {
+  override readonly name = 'InboxError'
+  /** `unavailable`: try again later; `refused`: the engine will keep refusing this call. */
+  readonly kind: InboxErrorKind
+  /** The engine operation, e.g. `RedisInbox.retry`. */
+  readonly operation: string
+
+  constructor(kind: InboxErrorKind, operation: string, message: string, options?: { cause?: { name: string; message: string } }) {
+    super(message, options)
+    this.kind = kind
+    this.operation = operation
+  }
+}
+
+/** Whether `error` is an {@link InboxError}, across realms and copies of the package. */
+export function isInboxError(error: unknown): error is InboxError {
+  return error instanceof InboxError || (error instanceof Error && error.name === 'InboxError' && typeof (error as { kind?: unknown }).kind === 'string')
+}
+
+/**
+ * A durable inbox. Every method may reject with an {@link InboxError}: `unavailable` when the
+ * backing service is unreachable (the receiver then answers 503, the sender retries; a worker
+ * waits and tries again), `refused` when it answered an error that repeating will not fix.
+ *
+ * `complete`, `retry` and `bury` are idempotent per lease: repeated by the same holder after one
+ * that took effect (a reply lost in a dropped connection), they resolve true again, so a worker
+ * retries an ack for as long as its lease lasts without running the handler twice.
  */
 export interface WebhookInbox {
   /**
@@ -84,8 +137,22 @@ export interface WebhookInbox {
   extend(entry: InboxEntry, visibilityMs: number): Promise<boolean>
   /** The dead letters, oldest first. */
   dead(limit?: number): Promise<DeadLetter[]>
-  /** Puts a dead letter (by its primary key) back in the inbox, due now, with its attempts reset. Resolves false when there is none. */
+  /**
+   * Puts a dead letter (by its primary key) back in the inbox, due now, with its attempts and
+   * takes reset and `retriesSince` set to now (a full retry budget). Resolves false when there is none.
+   */
   requeue(key: string): Promise<boolean>
+  /**
+   * Deletes a dead letter (by its primary key) for good. Its dedupe keys stay processed for the
+   * retention window, so a resend is answered 200 duplicate. Resolves false when there is none.
+   */
+  purge(key: string): Promise<boolean>
+  /**
+   * What in the engine's configuration breaks the durability the inbox promises (Redis without
+   * `appendonly`, an eviction policy other than `noeviction`): one line each, empty when none or
+   * when it cannot be read. The worker logs them at start.
+   */
+  durabilityWarnings?(): Promise<string[]>
   /** Depth, oldest age, retrying, dead. */
   stats(): Promise<InboxStats>
 }

@@ -18,6 +18,8 @@ import {
 interface Held {
   delivery: InboxDelivery
   attempts: number
+  takes: number
+  retriesSince: number
   lastError?: string
   dueAt: number
   lease?: string
@@ -55,7 +57,7 @@ export class MemoryInbox implements WebhookInbox {
       if (expiresAt !== undefined && expiresAt > now) return 'duplicate'
     }
     for (const key of delivery.keys) this.keys.set(key, Infinity)
-    this.entries.set(delivery.keys[0]!, { delivery: { ...delivery, keys: [...delivery.keys] }, attempts: 0, dueAt: now, leaseUntil: 0 })
+    this.entries.set(delivery.keys[0]!, { delivery: { ...delivery, keys: [...delivery.keys] }, attempts: 0, takes: 0, retriesSince: delivery.receivedAt, dueAt: now, leaseUntil: 0 })
     return 'accepted'
   }
 
@@ -67,7 +69,8 @@ export class MemoryInbox implements WebhookInbox {
       if (held.dueAt > now || held.leaseUntil > now) continue
       held.lease = `m${++this.leases}`
       held.leaseUntil = now + visibilityMs
-      taken.push({ ...held.delivery, attempts: held.attempts, lease: held.lease, ...(held.lastError !== undefined ? { lastError: held.lastError } : {}) })
+      held.takes++
+      taken.push({ ...held.delivery, attempts: held.attempts, takes: held.takes, retriesSince: held.retriesSince, lease: held.lease, ...(held.lastError !== undefined ? { lastError: held.lastError } : {}) })
     }
     return taken
   }
@@ -102,7 +105,7 @@ export class MemoryInbox implements WebhookInbox {
     const held = this.holder(entry)
     if (!held) return false
     this.entries.delete(entry.keys[0]!)
-    this.buried.set(entry.keys[0]!, { ...held.delivery, attempts: held.attempts + 1, lastError: error, deadAt: this.now() })
+    this.buried.set(entry.keys[0]!, { ...held.delivery, attempts: held.attempts + 1, takes: held.takes, lastError: error, deadAt: this.now() })
     return true
   }
 
@@ -121,8 +124,18 @@ export class MemoryInbox implements WebhookInbox {
     const letter = this.buried.get(key)
     if (!letter) return false
     this.buried.delete(key)
-    const { attempts: _attempts, lastError: _lastError, deadAt: _deadAt, ...delivery } = letter
-    this.entries.set(key, { delivery, attempts: 0, dueAt: this.now(), leaseUntil: 0 })
+    const { attempts: _attempts, takes: _takes, lastError: _lastError, deadAt: _deadAt, ...delivery } = letter
+    const now = this.now()
+    this.entries.set(key, { delivery, attempts: 0, takes: 0, retriesSince: now, dueAt: now, leaseUntil: 0 })
+    return true
+  }
+
+  async purge(key: string): Promise<boolean> {
+    const letter = this.buried.get(key)
+    if (!letter) return false
+    this.buried.delete(key)
+    const expiresAt = this.now() + this.retentionMs
+    for (const k of letter.keys) this.keys.set(k, expiresAt)
     return true
   }
 

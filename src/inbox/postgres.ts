@@ -380,6 +380,8 @@ SELECT count(*)::int AS n FROM gone`,
     return (rows as Row[]).map((row) => ({
       ...delivery(row),
       attempts: row.attempts,
+      takes: row.attempts + 1,
+      retriesSince: delivery(row).receivedAt,
       lease: row.lease!,
       ...(row.last_error !== null ? { lastError: row.last_error } : {}),
     }))
@@ -404,11 +406,15 @@ SELECT count(*)::int AS n FROM gone`,
 
   async dead(limit = 100): Promise<DeadLetter[]> {
     const { rows } = await withDeadline('PostgresInbox.dead', this.timeoutMs, () => this.query(this.sql.dead, [limit]))
-    return (rows as Row[]).map((row) => ({ ...delivery(row), attempts: row.attempts, lastError: row.last_error ?? '', deadAt: Math.round(row.dead_ms!) }))
+    return (rows as Row[]).map((row) => ({ ...delivery(row), attempts: row.attempts, takes: row.attempts, lastError: row.last_error ?? '', deadAt: Math.round(row.dead_ms!) }))
   }
 
   async requeue(key: string): Promise<boolean> {
     return this.changed('PostgresInbox.requeue', this.sql.requeue, [key])
+  }
+
+  async purge(_key: string): Promise<boolean> {
+    throw new Error('svc-webhooks: PostgresInbox.purge is not implemented yet.')
   }
 
   async stats(): Promise<InboxStats> {

@@ -341,7 +341,10 @@ export class RedisInbox implements WebhookInbox {
   }
 
   private entries(reply: unknown): InboxEntry[] {
-    return rows(reply).map((row) => ({ ...toDelivery(row), lease: text((row as unknown[])[10]) }))
+    return rows(reply).map((row) => {
+      const delivery = toDelivery(row)
+      return { ...delivery, takes: delivery.attempts + 1, retriesSince: delivery.receivedAt, lease: text((row as unknown[])[10]) }
+    })
   }
 
   async complete(entry: InboxEntry): Promise<boolean> {
@@ -373,12 +376,16 @@ export class RedisInbox implements WebhookInbox {
     const reply = await this.call('dead', DEAD, [String(Number.isFinite(count) ? count - 1 : -1)])
     return rows(reply).map((row) => {
       const { attempts, lastError, ...delivery } = toDelivery(row)
-      return { ...delivery, attempts, lastError: lastError ?? '', deadAt: Number(text((row as unknown[])[10])) }
+      return { ...delivery, attempts, takes: attempts, lastError: lastError ?? '', deadAt: Number(text((row as unknown[])[10])) }
     })
   }
 
   async requeue(key: string): Promise<boolean> {
     return Number(await this.call('requeue', REQUEUE, [key])) === 1
+  }
+
+  async purge(_key: string): Promise<boolean> {
+    throw new Error('svc-webhooks: RedisInbox.purge is not implemented yet.')
   }
 
   async stats(): Promise<InboxStats> {
