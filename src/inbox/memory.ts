@@ -2,7 +2,8 @@
  * `MemoryInbox`: the inbox in this process's memory, for tests, demos and a single process that
  * can afford to lose what is queued. **Not durable**: a restart loses every accepted delivery the
  * workers had not finished, after the sender was told 202. Use `RedisInbox` or `PostgresInbox`
- * in production.
+ * in production. Acks are idempotent per lease, as on every engine: the lease of each delivery's
+ * last complete, retry or bury is kept, so the same ack repeated answers true again.
  */
 import {
   DEFAULT_INBOX_RETENTION_MS,
@@ -41,6 +42,8 @@ export class MemoryInbox implements WebhookInbox {
   private readonly keys = new Map<string, number>()
   private readonly entries = new Map<string, Held>()
   private readonly buried = new Map<string, DeadLetter>()
+  /** By primary key: the lease of the last complete, retry or bury, and which it was. */
+  private readonly acks = new Map<string, { lease: string; ack: 'complete' | 'retry' | 'bury' }>()
   private leases = 0
   private completions = 0
 
@@ -57,6 +60,7 @@ export class MemoryInbox implements WebhookInbox {
       if (expiresAt !== undefined && expiresAt > now) return 'duplicate'
     }
     for (const key of delivery.keys) this.keys.set(key, Infinity)
+    this.acks.delete(delivery.keys[0]!)
     this.entries.set(delivery.keys[0]!, { delivery: { ...delivery, keys: [...delivery.keys] }, attempts: 0, takes: 0, retriesSince: delivery.receivedAt, dueAt: now, leaseUntil: 0 })
     return 'accepted'
   }
@@ -80,9 +84,16 @@ export class MemoryInbox implements WebhookInbox {
     return held !== undefined && held.lease === entry.lease && held.leaseUntil > this.now() ? held : undefined
   }
 
+  /** Whether `entry`'s lease already made this ack (a repeat answers true, as on every engine). */
+  private repeated(entry: InboxEntry, ack: 'complete' | 'retry' | 'bury'): boolean {
+    const last = this.acks.get(entry.keys[0]!)
+    return last !== undefined && last.lease === entry.lease && last.ack === ack
+  }
+
   async complete(entry: InboxEntry): Promise<boolean> {
     const held = this.holder(entry)
-    if (!held) return false
+    if (!held) return this.repeated(entry, 'complete')
+    this.acks.set(entry.keys[0]!, { lease: entry.lease, ack: 'complete' })
     this.entries.delete(entry.keys[0]!)
     const expiresAt = this.now() + this.retentionMs
     for (const key of held.delivery.keys) this.keys.set(key, expiresAt)
@@ -92,7 +103,8 @@ export class MemoryInbox implements WebhookInbox {
 
   async retry(entry: InboxEntry, delayMs: number, error: string): Promise<boolean> {
     const held = this.holder(entry)
-    if (!held) return false
+    if (!held) return this.repeated(entry, 'retry')
+    this.acks.set(entry.keys[0]!, { lease: entry.lease, ack: 'retry' })
     held.attempts++
     held.lastError = error
     held.dueAt = this.now() + delayMs
@@ -103,7 +115,8 @@ export class MemoryInbox implements WebhookInbox {
 
   async bury(entry: InboxEntry, error: string): Promise<boolean> {
     const held = this.holder(entry)
-    if (!held) return false
+    if (!held) return this.repeated(entry, 'bury')
+    this.acks.set(entry.keys[0]!, { lease: entry.lease, ack: 'bury' })
     this.entries.delete(entry.keys[0]!)
     this.buried.set(entry.keys[0]!, { ...held.delivery, attempts: held.attempts + 1, takes: held.takes, lastError: error, deadAt: this.now() })
     return true
@@ -124,6 +137,7 @@ export class MemoryInbox implements WebhookInbox {
     const letter = this.buried.get(key)
     if (!letter) return false
     this.buried.delete(key)
+    this.acks.delete(key)
     const { attempts: _attempts, takes: _takes, lastError: _lastError, deadAt: _deadAt, ...delivery } = letter
     const now = this.now()
     this.entries.set(key, { delivery, attempts: 0, takes: 0, retriesSince: now, dueAt: now, leaseUntil: 0 })
@@ -154,6 +168,10 @@ export class MemoryInbox implements WebhookInbox {
   private prune(): void {
     if (++this.completions % 1000 !== 0) return
     const now = this.now()
-    for (const [key, expiresAt] of this.keys) if (expiresAt <= now) this.keys.delete(key)
+    for (const [key, expiresAt] of this.keys) {
+      if (expiresAt > now) continue
+      this.keys.delete(key)
+      this.acks.delete(key)
+    }
   }
 }

@@ -1,43 +1,95 @@
 /**
- * The bounded wait shared by the stores that talk to a server (Redis, Postgres): retry an
- * idempotent operation while the server restarts, but answer within `timeoutMs` whatever the
- * client library does, so the receiver can send 503 well inside the sender's 10 s
- * (spec/service-api.md §6.3 rule 1) instead of hanging on a client's offline queue.
+ * The bounded wait shared by the stores and inboxes that talk to a server (Redis, Postgres):
+ * retry an idempotent operation while the server restarts, but answer within `timeoutMs` whatever
+ * the client library does, so the receiver can send 503 well inside the sender's 10 s
+ * (spec/service-api.md §6.3 rule 1) instead of hanging on a client's offline queue. An error the
+ * server answered and that repeating will not fix (a value it cannot store, out of memory) is
+ * answered at once instead of being retried until the deadline and reported as unreachable.
  */
 
 /** First pause between attempts; doubles up to {@link MAX_PAUSE_MS}. */
 const FIRST_PAUSE_MS = 25
 const MAX_PAUSE_MS = 250
+/** Longest server message kept in an error: enough to say what was refused, never a whole value. */
+const MAX_MESSAGE = 300
+
+/** Why an operation failed: `unavailable` (try again later) or `refused` (repeating will not fix it). */
+export type FailureKind = 'unavailable' | 'refused'
+
+/** What {@link withDeadline} may be told besides the attempt. */
+export interface DeadlineOptions<T> {
+  /** Receives the value of an attempt that resolved after the deadline, so a late claim or take can be undone. */
+  onLate?: (value: T) => void
+  /**
+   * Whether a rejection is a refusal that repeating will not fix; it then fails the call at once
+   * (no retry). Default: every rejection is retried until the deadline.
+   */
+  refused?: (error: unknown) => boolean
+  /**
+   * Builds the rejection from the kind, the message and the client's error summed up as
+   * `{ name, message }`. Default: an `Error` whose `cause` is the client's error itself.
+   */
+  fail?: (kind: FailureKind, message: string, cause: ErrorSummary | undefined) => Error
+}
+
+/** A client's error reduced to what may be shown: its name and its (capped) message, never its command or arguments. */
+export interface ErrorSummary {
+  name: string
+  message: string
+}
+
+/**
+ * `error` as `{ name, message }`, the message capped: a client's error object carries the command
+ * and its arguments (ioredis' `command.args`, a delivery's body among them), which must never
+ * reach a hook or a log line.
+ *
+ * @example
+ * new InboxError('refused', 'RedisInbox.append', 'refused', { cause: summarize(error) })
+ */
+export function summarize(error: unknown): ErrorSummary {
+  if (error instanceof Error) {
+    const message = typeof error.message === 'string' ? error.message : ''
+    return { name: typeof error.name === 'string' ? error.name : 'Error', message: message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE)}…` : message }
+  }
+  return { name: typeof error, message: '' }
+}
 
 /**
  * Runs `attempt` until it resolves, retrying rejections with a short backoff, and rejects once
- * `timeoutMs` has passed. Every attempt must be idempotent (the stores' scripts and statements
- * are: a repeated claim by the same owner is still that owner's claim). An attempt still pending
- * at the deadline may resolve later: `onLate` receives that value, so a late claim can be undone.
+ * `timeoutMs` has passed (`unavailable`), or at once on a rejection `options.refused` recognises
+ * (`refused`). Every attempt must be idempotent (the stores' scripts and statements are: a
+ * repeated claim by the same owner is still that owner's claim). An attempt still pending at the
+ * deadline may resolve later: `options.onLate` receives that value, so a late claim can be undone;
+ * whatever `onLate` throws is dropped (nobody is waiting for it any more).
  *
  * @example
- * const state = await withDeadline('RedisStore.claim', 2000, () => run(CLAIM, key, args), (late) => {
- *   if (late === 'claimed') void quietly(() => store.release(key, owner))
+ * const state = await withDeadline('RedisStore.claim', 2000, () => run(CLAIM, key, args), {
+ *   onLate: (late) => { if (late === 'claimed') void quietly(() => store.release(key, owner)) },
  * })
  */
-export function withDeadline<T>(
-  what: string,
-  timeoutMs: number,
-  attempt: () => Promise<T>,
-  onLate?: (value: T) => void,
-): Promise<T> {
+export function withDeadline<T>(what: string, timeoutMs: number, attempt: () => Promise<T>, options: DeadlineOptions<T> = {}): Promise<T> {
+  const { onLate, refused, fail = (_kind, message, _summary) => new Error(message, { cause: lastError }) } = options
+  let lastError: unknown
   return new Promise<T>((resolve, reject) => {
     const deadline = Date.now() + timeoutMs
     let settled = false
-    let lastError: unknown
     let pause = FIRST_PAUSE_MS
     let retry: ReturnType<typeof setTimeout> | undefined
     const timer = setTimeout(() => {
       settled = true
       if (retry !== undefined) clearTimeout(retry)
-      const reason = lastError instanceof Error ? ` (last error: ${lastError.message})` : ''
-      reject(new Error(`svc-webhooks: ${what} got no answer within ${timeoutMs} ms${reason}. Is the server reachable?`, { cause: lastError }))
+      const summary = lastError === undefined ? undefined : summarize(lastError)
+      const reason = summary ? ` (last error: ${summary.message})` : ''
+      reject(fail('unavailable', `svc-webhooks: ${what} got no answer within ${timeoutMs} ms${reason}. Is the server reachable?`, summary))
     }, timeoutMs)
+
+    const late = (value: T): void => {
+      try {
+        onLate?.(value)
+      } catch {
+        // The caller has its answer already; a late value that cannot be read is left to its lease.
+      }
+    }
 
     const run = (): void => {
       retry = undefined
@@ -49,10 +101,7 @@ export function withDeadline<T>(
       }
       pending.then(
         (value) => {
-          if (settled) {
-            onLate?.(value)
-            return
-          }
+          if (settled) return late(value)
           settled = true
           clearTimeout(timer)
           resolve(value)
@@ -60,6 +109,13 @@ export function withDeadline<T>(
         (error: unknown) => {
           if (settled) return
           lastError = error
+          if (refused?.(error)) {
+            settled = true
+            clearTimeout(timer)
+            const summary = summarize(error)
+            reject(fail('refused', `svc-webhooks: ${what} was refused by the server: ${summary.message}. Repeating the same call will not succeed.`, summary))
+            return
+          }
           const wait = Math.min(pause, deadline - Date.now())
           pause = Math.min(pause * 2, MAX_PAUSE_MS)
           // Past the deadline the timer above answers; no attempt is started after it.

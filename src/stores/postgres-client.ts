@@ -25,3 +25,28 @@ export function quoteTable(table: unknown, owner = 'PostgresStore'): string {
   }
   return parts.map((part) => `"${part}"`).join('.')
 }
+
+/**
+ * SQLSTATE classes that say "not now" rather than "never": connection exception (08), transaction
+ * rollback (40: serialization failure, deadlock), insufficient resources (53), object not in
+ * prerequisite state (55: lock not available), operator intervention (57: shutdown, cannot connect
+ * now, cancelled), system error (58), internal error (XX).
+ */
+const TRANSIENT_CLASSES = new Set(['08', '40', '53', '55', '57', '58', 'XX'])
+
+/**
+ * Whether `error` is an error the database answered that repeating will not fix: a value it
+ * cannot store (a NUL in text, 22021; a string too long, 22001), a check violation (23514), a
+ * missing table (42P01). An error with no SQLSTATE (a dropped connection, a refused connect, a
+ * client timeout) or of a transient class is not.
+ *
+ * @example
+ * withDeadline('PostgresInbox.retry', 2000, attempt, { refused: isPostgresRefusal })
+ */
+export function isPostgresRefusal(error: unknown): boolean {
+  const { code, severity } = (error ?? {}) as { code?: unknown; severity?: unknown }
+  // A Postgres error carries a severity and a five-character SQLSTATE; Node's own errors
+  // (ECONNREFUSED, EPIPE) have a code but no severity.
+  if (typeof severity !== 'string' || typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return false
+  return !TRANSIENT_CLASSES.has(code.slice(0, 2))
+}

@@ -1,8 +1,8 @@
 /**
  * `svc-webhooks/postgres`, for receivers that already run on Postgres: `PostgresStore`, the
- * idempotency store, and `PostgresInbox`, the durable inbox (src/inbox/postgres.ts). Both take a
- * `pg` Pool or Client (any object with `query(text, values)`) and time leases and expiries by the
- * database clock. The store keeps one row per delivery id with an expiry column; claim, complete
+ * idempotency store, and `PostgresInbox`, the durable inbox (src/inbox/postgres.ts). The store
+ * takes a `pg` Pool or Client (any object with `query(text, values)`), the inbox a Pool only (it
+ * must outlive a database restart); both time leases and expiries by the database clock. The store keeps one row per delivery id with an expiry column; claim, complete
  * and release are one statement each (INSERT ... ON CONFLICT), so a fresh delivery costs two
  * round trips.
  */
@@ -137,10 +137,10 @@ RETURNING owner = $2 AS owned`,
   async claim(key: string, owner: string, leaseMs: number): Promise<ClaimResult> {
     const values = [key, owner, Math.max(1, Math.ceil(leaseMs))]
     try {
-      const { rows } = await withDeadline('PostgresStore.claim', this.timeoutMs, () => this.db.query(this.sql.claim, values), (late) => {
+      const { rows } = await withDeadline('PostgresStore.claim', this.timeoutMs, () => this.db.query(this.sql.claim, values), { onLate: (late) => {
         // The claim landed after we answered 503: give the id back so the retry is not held for a lease.
         if ((late.rows[0] as { state?: string } | undefined)?.state === 'claimed') this.release(key, owner).catch(() => undefined)
-      })
+      } })
       const state = (rows[0] as { state?: unknown } | undefined)?.state
       if (state === 'claimed' || state === 'completed' || state === 'in_flight') return state
       throw new Error('svc-webhooks: PostgresStore.claim got an unexpected result from the database.')

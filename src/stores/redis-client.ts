@@ -40,3 +40,24 @@ export function adapt(client: unknown, what = 'RedisStore'): Run {
   return (script, key, args) => node.eval(script, { keys: [key], arguments: args })
 }
 
+
+/** Server error codes that repeating the same command will not fix. */
+const REFUSALS = new Set(['OOM', 'WRONGTYPE', 'ERR', 'NOPERM', 'NOAUTH', 'WRONGPASS', 'EXECABORT'])
+
+/**
+ * Whether `error` is an error reply from Redis that repeating will not fix: out of memory under
+ * `noeviction`, a key of the wrong type, a script error, a missing permission. A connection error,
+ * a timeout, and the replies of a server that is starting, failing over or busy (`LOADING`,
+ * `READONLY`, `MASTERDOWN`, `TRYAGAIN`, `CLUSTERDOWN`, `BUSY`, `NOSCRIPT`, `ERR max number of
+ * clients reached`) are not: they pass. Reply errors are recognised by their code, the first word
+ * of the message in capitals (ioredis names them `ReplyError`, node-redis `SimpleError`).
+ *
+ * @example
+ * withDeadline('RedisInbox.append', 2000, attempt, { refused: isRedisRefusal })
+ */
+export function isRedisRefusal(error: unknown): boolean {
+  if (!(error instanceof Error) || typeof error.message !== 'string') return false
+  const code = /^([A-Z][A-Z_-]+) /.exec(error.message)?.[1]
+  if (code === undefined || !REFUSALS.has(code)) return false
+  return !(code === 'ERR' && /max number of clients/i.test(error.message))
+}

@@ -85,10 +85,10 @@ export class RedisStore implements IdempotencyStore {
     const k = this.prefix + key
     const args = [owner, String(Math.max(1, Math.ceil(leaseMs)))]
     try {
-      const state = await withDeadline('RedisStore.claim', this.timeoutMs, () => this.run(CLAIM, k, args), (late) => {
+      const state = await withDeadline('RedisStore.claim', this.timeoutMs, () => this.run(CLAIM, k, args), { onLate: (late) => {
         // The claim landed after we answered 503: give the id back so the retry is not held for a lease.
         if (String(late) === 'claimed') this.release(key, owner).catch(() => undefined)
-      })
+      } })
       return parseClaim(state)
     } catch (error) {
       // An attempt cut off by a dropped connection may still have run: undo it if it did.

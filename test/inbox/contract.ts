@@ -1,7 +1,9 @@
 /**
  * The inbox contract every engine must pass (src/inbox/inbox.ts): append dedupe by any key,
- * leases and their expiry, retry, bury and requeue, retention, stats, raw bytes untouched, and no
- * delivery taken twice by concurrent workers. Engines run it against their real backing service.
+ * leases and their expiry, retry, bury, requeue and purge, retention, stats, raw bytes untouched,
+ * no delivery taken twice by concurrent workers, acks idempotent per lease (a repeat answers
+ * true, a stale lease false), takes counted at take, and a requeue that restores the whole retry
+ * budget. Engines run it against their real backing service.
  *
  * @example
  * describeInboxContract('RedisInbox', async ({ retentionMs }) => new RedisInbox({ client, prefix: `t${n++}:`, retentionMs }))
@@ -14,6 +16,7 @@ export type InboxFactory = (options: { retentionMs: number }) => Promise<Webhook
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 let sequence = 0
+const randomKey = () => `${process.pid}-${++sequence}-${Math.random().toString(36).slice(2)}`
 /** A delivery with unique keys; its body holds bytes that are not UTF-8 text, to prove they survive. */
 export function inboxDelivery(overrides: Partial<InboxDelivery> = {}): InboxDelivery {
   const id = `evt-${process.pid}-${++sequence}`
@@ -50,7 +53,7 @@ export function describeInboxContract(name: string, create: InboxFactory): void 
       await inbox.append(d)
       const [entry, ...rest] = await inbox.take(10, 10_000)
       expect(rest).toEqual([])
-      expect(entry).toMatchObject({ keys: d.keys, endpoint: d.endpoint, id: d.id, timestamp: d.timestamp, signatureVersion: 'v2', secretIndex: 0, attempts: 0 })
+      expect(entry).toMatchObject({ keys: d.keys, endpoint: d.endpoint, id: d.id, timestamp: d.timestamp, signatureVersion: 'v2', secretIndex: 0, attempts: 0, takes: 1, retriesSince: d.receivedAt })
       expect([...entry!.rawBody]).toEqual([...d.rawBody])
       expect(typeof entry!.lease).toBe('string')
       expect(await inbox.take(10, 10_000)).toEqual([])
@@ -123,7 +126,7 @@ export function describeInboxContract(name: string, create: InboxFactory): void 
       expect(await inbox.take(1, 10_000)).toEqual([])
       const dead = await inbox.dead()
       expect(dead).toHaveLength(1)
-      expect(dead[0]).toMatchObject({ id: d.id, keys: d.keys, lastError: 'Error: gave up', attempts: 1 })
+      expect(dead[0]).toMatchObject({ id: d.id, keys: d.keys, lastError: 'Error: gave up', attempts: 1, takes: 1 })
       expect([...dead[0]!.rawBody]).toEqual([...d.rawBody])
       expect(await inbox.stats()).toMatchObject({ depth: 0, dead: 1 })
       expect(await inbox.append({ ...d, receivedAt: Date.now() })).toBe('duplicate')
@@ -132,6 +135,80 @@ export function describeInboxContract(name: string, create: InboxFactory): void 
       const [again] = await inbox.take(1, 10_000)
       expect(again).toMatchObject({ id: d.id, attempts: 0 })
       expect(await inbox.stats()).toMatchObject({ depth: 1, dead: 0 })
+    })
+
+    it('acks are idempotent per lease: complete, retry and bury repeated by the same lease answer true; another lease gets false', async () => {
+      const inbox = await fresh()
+      const [a, b, c] = [inboxDelivery(), inboxDelivery(), inboxDelivery()]
+      for (const d of [a, b, c]) await inbox.append(d)
+      const taken = await inbox.take(3, 10_000)
+      const byId = (id: string) => taken.find((entry) => entry.id === id)!
+      expect(await inbox.complete(byId(a.id))).toBe(true)
+      expect(await inbox.complete(byId(a.id))).toBe(true)
+      expect(await inbox.retry(byId(b.id), 60_000, 'Error: once')).toBe(true)
+      expect(await inbox.retry(byId(b.id), 60_000, 'Error: once')).toBe(true)
+      expect(await inbox.bury(byId(c.id), 'Error: gave up')).toBe(true)
+      expect(await inbox.bury(byId(c.id), 'Error: gave up')).toBe(true)
+      // The repeats changed nothing: one attempt recorded, one dead letter.
+      expect(await inbox.stats()).toMatchObject({ depth: 1, retrying: 1, dead: 1 })
+      expect((await inbox.dead()).map((letter) => letter.attempts)).toEqual([1])
+      // An ack is idempotent for its own kind only, and never for a lease that did not make it.
+      expect(await inbox.bury(byId(a.id), 'x')).toBe(false)
+      expect(await inbox.complete(byId(b.id))).toBe(false)
+      expect(await inbox.complete({ ...byId(c.id), lease: `${byId(c.id).lease}-other` })).toBe(false)
+    })
+
+    it('takes: counted at each hand-out, a lapsed lease included; attempts count recorded results only', async () => {
+      const inbox = await fresh()
+      await inbox.append(inboxDelivery())
+      const [first] = await inbox.take(1, 100)
+      expect(first).toMatchObject({ attempts: 0, takes: 1 })
+      await sleep(250)
+      // The holder died without a result: the next take says so (takes - attempts - 1 = 1).
+      const [second] = await inbox.take(1, 10_000)
+      expect(second).toMatchObject({ attempts: 0, takes: 2 })
+      expect(await inbox.retry(second!, 0, 'Error: once')).toBe(true)
+      await sleep(20)
+      const [third] = await inbox.take(1, 10_000)
+      expect(third).toMatchObject({ attempts: 1, takes: 3, lastError: 'Error: once' })
+      expect(new Set([first!.lease, second!.lease, third!.lease]).size).toBe(3)
+      expect(await inbox.bury(third!, 'Error: gave up')).toBe(true)
+      expect((await inbox.dead())[0]).toMatchObject({ attempts: 2, takes: 3 })
+    })
+
+    it('requeue gives a dead letter a full retry budget: attempts and takes reset, retriesSince now', async () => {
+      const inbox = await fresh()
+      const d = inboxDelivery({ receivedAt: Date.now() - 3_600_000 })
+      await inbox.append(d)
+      const [entry] = await inbox.take(1, 10_000)
+      expect(entry!.retriesSince).toBe(d.receivedAt)
+      await inbox.bury(entry!, 'Error: gave up')
+      const before = Date.now()
+      expect(await inbox.requeue(d.keys[0]!)).toBe(true)
+      const [again] = await inbox.take(1, 10_000)
+      expect(again).toMatchObject({ id: d.id, attempts: 0, takes: 1, receivedAt: d.receivedAt })
+      expect(again).not.toHaveProperty('lastError')
+      // The engine's clock (Redis TIME, Postgres now()) may differ a little from this process's.
+      expect(again!.retriesSince).toBeGreaterThanOrEqual(before - 1_000)
+      expect(again!.retriesSince).toBeLessThan(before + 60_000)
+    })
+
+    it('purge deletes a dead letter for good; its keys stay processed, so a resend is a duplicate', async () => {
+      const inbox = await fresh()
+      const d = inboxDelivery({ keys: [`ep:${randomKey()}`, `ep:v1 ${randomKey()}`] })
+      const waiting = inboxDelivery()
+      await inbox.append(d)
+      const [entry] = await inbox.take(1, 10_000)
+      await inbox.bury(entry!, 'Error: gave up')
+      await inbox.append(waiting)
+      expect(await inbox.purge(waiting.keys[0]!)).toBe(false)
+      expect(await inbox.purge(d.keys[0]!)).toBe(true)
+      expect(await inbox.purge(d.keys[0]!)).toBe(false)
+      expect(await inbox.dead()).toEqual([])
+      expect(await inbox.requeue(d.keys[0]!)).toBe(false)
+      expect(await inbox.stats()).toMatchObject({ depth: 1, dead: 0 })
+      expect(await inbox.append({ ...d, receivedAt: Date.now() })).toBe('duplicate')
+      expect(await inbox.append(inboxDelivery({ keys: [d.keys[1]!] }))).toBe('duplicate')
     })
 
     it('stats: depth and the oldest waiting delivery\'s age', async () => {

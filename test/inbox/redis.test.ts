@@ -10,10 +10,11 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { createClient } from 'redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createInboxWorker, createWebhookReceiver } from 'svc-webhooks'
+import { createInboxWorker, createWebhookReceiver, isInboxError, type InboxError } from 'svc-webhooks'
 import { RedisInbox, type RedisInboxOptions } from 'svc-webhooks/redis'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
 import { describeWithRedis, startRedisServer, type RedisServer } from '../support/redis-server.js'
+import { eventually } from '../stores/contract.js'
 import { describeInboxContract, inboxDelivery } from './contract.js'
 
 const SECRET = 'svc_whsec_redis_inbox_tests'
@@ -123,7 +124,8 @@ describeWithRedis('RedisInbox', () => {
         expect(await inbox.complete(again!)).toBe(true)
         expect(await inbox.complete(entry!)).toBe(false)
         const keys = (await conn.admin('KEYS', `${prefix}*`)) as string[]
-        expect(keys.sort()).toEqual([`${prefix}k:${d.keys[0]}`, `${prefix}seq`].sort())
+        // No lease counter: tokens are drawn at random by each take.
+        expect(keys).toEqual([`${prefix}k:${d.keys[0]}`])
         const ttl = Number(await conn.admin('PTTL', `${prefix}k:${d.keys[0]}`))
         expect(ttl).toBeGreaterThan(71 * 3600_000)
       })
@@ -138,6 +140,41 @@ describeWithRedis('RedisInbox', () => {
         await conn.admin('DEL', `${prefix}e:${lost.keys[0]}`)
         expect((await inbox.take(10, 10_000)).map((entry) => entry.id)).toEqual([kept.id])
         expect((await inbox.stats()).depth).toBe(1)
+      })
+
+      it('an entry that cannot be read (a hash written by hand) goes to the dead letters with the reason; the others are taken as usual', async () => {
+        const prefix = `corrupt-${name}:`
+        const inbox = new RedisInbox({ client: conn.client, prefix })
+        const kept = [inboxDelivery(), inboxDelivery()]
+        for (const d of kept) await inbox.append(d)
+        await conn.admin('HSET', `${prefix}e:junk-json`, 'keys', 'not json', 'body', 'AA==', 'state', 'waiting', 'lease', '', 'leaseUntil', '0')
+        await conn.admin('HSET', `${prefix}e:junk-fields`, 'colour', 'blue', 'state', 'waiting', 'lease', '', 'leaseUntil', '0')
+        await conn.admin('ZADD', `${prefix}due`, '0', 'junk-json', '0', 'junk-fields')
+        const taken = await inbox.take(10, 10_000)
+        expect(taken.map((entry) => entry.id).sort()).toEqual(kept.map((d) => d.id).sort())
+        expect(await eventually(async () => (await inbox.stats()).dead === 2)).toBe(true)
+        const dead = await inbox.dead()
+        expect(dead.map((letter) => letter.keys[0]).sort()).toEqual(['junk-fields', 'junk-json'])
+        for (const letter of dead) expect(letter.lastError).toMatch(/cannot read/)
+        expect(await inbox.take(10, 10_000)).toEqual([])
+        expect(await inbox.purge('junk-json')).toBe(true)
+        expect(await inbox.purge('junk-fields')).toBe(true)
+        expect(await inbox.stats()).toMatchObject({ depth: 2, dead: 0 })
+      })
+
+      it('durabilityWarnings: appendonly off is reported, and an evicting maxmemory-policy too (read with INFO inside a script)', async () => {
+        const inbox = new RedisInbox({ client: conn.client, prefix: `warn-${name}:` })
+        const warnings = await inbox.durabilityWarnings()
+        expect(warnings).toHaveLength(1)
+        expect(warnings[0]).toMatch(/without appendonly/)
+        await conn.admin('CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru')
+        try {
+          const both = await inbox.durabilityWarnings()
+          expect(both).toHaveLength(2)
+          expect(both[1]).toMatch(/maxmemory-policy is allkeys-lru/)
+        } finally {
+          await conn.admin('CONFIG', 'SET', 'maxmemory-policy', 'noeviction')
+        }
       })
 
       it('refuses a delivery with a number that is not one before touching Redis (a script stopped half-way keeps its writes)', async () => {
@@ -226,24 +263,84 @@ describeWithRedis('RedisInbox', () => {
         expect((await inbox.dead()).map((letter) => letter.id)).toEqual([failed!.id])
       })
 
-      it('Redis frozen: take rejects within timeoutMs, and what the late take leased is handed back at once, not after the lease', async () => {
+      it('Redis frozen: take rejects (unavailable) within timeoutMs, and what the late take leased is handed back at once, uncounted, not after the lease', async () => {
         const inbox = new RedisInbox({ client: conn.client, prefix: 'frozen:', timeoutMs: 300 })
         const sent = [inboxDelivery(), inboxDelivery(), inboxDelivery()]
         for (const d of sent) await inbox.append(d)
+        const dueBefore = Number(await conn.admin('ZSCORE', 'frozen:due', sent[0]!.keys[0]!))
         faulty.pause()
         try {
-          await expect(inbox.take(10, 60_000)).rejects.toThrow(/RedisInbox.take got no answer within 300 ms/)
+          const error = await inbox.take(10, 60_000).catch((e: unknown) => e)
+          expect(isInboxError(error)).toBe(true)
+          expect(error).toMatchObject({ kind: 'unavailable', operation: 'RedisInbox.take', message: expect.stringMatching(/RedisInbox.take got no answer within 300 ms/) })
         } finally {
           faulty.resume()
         }
-        let taken: string[] = []
-        for (let i = 0; i < 40 && taken.length === 0; i++) {
-          await sleep(25)
-          taken = (await inbox.take(10, 60_000)).map((entry) => entry.id)
+        // The late take did run (it leased the entry, then the hand-back made it due at a later
+        // time than its append did) and its leases were given back at once.
+        expect(await eventually(async () => Number(await conn.admin('ZSCORE', 'frozen:due', sent[0]!.keys[0]!)) > dueBefore)).toBe(true)
+        const taken = await inbox.take(10, 60_000)
+        expect(taken.map((entry) => entry.id).sort()).toEqual(sent.map((d) => d.id).sort())
+        // The hand-back uncounted the take nobody ran.
+        expect(taken.map((entry) => entry.takes)).toEqual([1, 1, 1])
+      })
+
+      it('durabilityWarnings: none with appendonly yes and noeviction', async () => {
+        expect(await new RedisInbox({ client: conn.client, prefix: 'warn:' }).durabilityWarnings()).toEqual([])
+      })
+
+      it('Redis out of memory (maxmemory 1mb, noeviction): append is refused at once, not retried, and neither message nor cause carries the body', async () => {
+        const inbox = new RedisInbox({ client: conn.client, prefix: 'oom:', timeoutMs: 5_000 })
+        const body = new Uint8Array(randomBytes(2 * 1024 * 1024))
+        const base64 = Buffer.from(body).toString('base64')
+        await conn.admin('CONFIG', 'SET', 'maxmemory', '1mb')
+        let error: unknown
+        try {
+          await conn.admin('CONFIG', 'RESETSTAT')
+          error = await inbox.append(inboxDelivery({ rawBody: body })).catch((e: unknown) => e)
+          // One attempt: a refusal is not repeated until the deadline.
+          expect((await commandCalls(conn.admin)).eval).toBe(1)
+        } finally {
+          await conn.admin('CONFIG', 'SET', 'maxmemory', '0')
         }
-        expect(taken.sort()).toEqual(sent.map((d) => d.id).sort())
-        // Two takes drew lease tokens: the late one did run, and its leases were given back.
-        expect(String(await conn.admin('GET', 'frozen:seq'))).toBe('6')
+        expect(isInboxError(error)).toBe(true)
+        const refusal = error as InboxError
+        expect(refusal).toMatchObject({ kind: 'refused', operation: 'RedisInbox.append' })
+        expect(refusal.message).toMatch(/^svc-webhooks: RedisInbox.append was refused by the server: OOM command not allowed/)
+        expect(refusal.message).not.toMatch(/reachable/)
+        expect(Object.keys(refusal.cause as object).sort()).toEqual(['message', 'name'])
+        const shown = JSON.stringify({ message: refusal.message, cause: refusal.cause, stack: refusal.stack })
+        expect(shown).not.toContain(base64.slice(0, 64))
+        expect(shown).not.toContain(base64.slice(-64))
+        expect(await inbox.stats()).toMatchObject({ depth: 0 })
+      })
+
+      it('a late take holding an unreadable entry: no unhandled rejection, the readable entries handed back, the unreadable one buried', async () => {
+        const prefix = 'late-corrupt:'
+        const inbox = new RedisInbox({ client: conn.client, prefix, timeoutMs: 300 })
+        const kept = inboxDelivery()
+        await inbox.append(kept)
+        await conn.admin('HSET', `${prefix}e:junk`, 'keys', '{"not": "a list"}', 'body', 'AA==', 'state', 'waiting', 'lease', '', 'leaseUntil', '0')
+        await conn.admin('ZADD', `${prefix}due`, '0', 'junk')
+        const unhandled: unknown[] = []
+        const record = (reason: unknown) => void unhandled.push(reason)
+        process.on('unhandledRejection', record)
+        try {
+          faulty.pause()
+          try {
+            await expect(inbox.take(10, 60_000)).rejects.toMatchObject({ kind: 'unavailable' })
+          } finally {
+            faulty.resume()
+          }
+          expect(await eventually(async () => (await inbox.stats()).dead === 1)).toBe(true)
+          const [again] = await inbox.take(10, 60_000)
+          expect(again).toMatchObject({ id: kept.id, takes: 1 })
+          expect((await inbox.dead()).map((letter) => letter.keys[0])).toEqual(['junk'])
+          await sleep(50)
+        } finally {
+          process.off('unhandledRejection', record)
+        }
+        expect(unhandled).toEqual([])
       })
 
       it('Redis down: append rejects within timeoutMs and the receiver answers 503 with Retry-After; once back the resend is accepted', async () => {
@@ -252,8 +349,9 @@ describeWithRedis('RedisInbox', () => {
         const receiver = createWebhookReceiver({ secret: SECRET, inbox })
         await faulty.kill()
         const started = Date.now()
-        await expect(inbox.append(inboxDelivery())).rejects.toThrow(/RedisInbox.append got no answer within 300 ms/)
+        const error = await inbox.append(inboxDelivery()).catch((e: unknown) => e)
         const elapsed = Date.now() - started
+        expect(error).toMatchObject({ name: 'InboxError', kind: 'unavailable', operation: 'RedisInbox.append', message: expect.stringMatching(/RedisInbox.append got no answer within 300 ms/) })
         expect(elapsed).toBeGreaterThanOrEqual(timeoutMs - 10)
         const signed = await signWebhook({ secret: SECRET, event: sampleEvent('message.received'), id: randomUUID() })
         const down = await receiver.handle({ method: 'POST', body: signed.rawBody, headers: signed.headers })
@@ -272,6 +370,46 @@ describeWithRedis('RedisInbox', () => {
         const ids = (await inbox.take(10, 10_000)).map((entry) => entry.id)
         expect(ids.filter((id) => id === signed.id)).toHaveLength(1)
         expect(new Set(ids).size).toBe(ids.length)
+      })
+    })
+
+    describe(`over ${name}: restarted from an RDB snapshot (no AOF)`, () => {
+      let rdbServer: RedisServer
+      let conn: Connection
+      beforeAll(async () => {
+        rdbServer = await startRedisServer()
+        conn = await connect(rdbServer.url)
+      })
+      afterAll(async () => {
+        await conn?.close()
+        await rdbServer?.stop()
+      })
+
+      it('lease tokens never repeat: take, SAVE, take, kill -9, restart from the snapshot, take again; the stale holder is refused', async () => {
+        const persistence = String(await conn.admin('INFO', 'persistence'))
+        expect(persistence).toMatch(/^aof_enabled:0\r?$/m)
+        const inbox = new RedisInbox({ client: conn.client, prefix: 'rdb:', timeoutMs: 10_000 })
+        const sent = [inboxDelivery(), inboxDelivery(), inboxDelivery()]
+        for (const d of sent) await inbox.append(d)
+        const seen: string[] = []
+        const [first] = await inbox.take(1, 60_000)
+        seen.push(first!.lease)
+        await conn.admin('SAVE')
+        // Taken after the snapshot: the restart forgets this take, and its holder is now stale.
+        const [stale] = await inbox.take(1, 60_000)
+        seen.push(stale!.lease)
+        await rdbServer.restart({ signal: 'SIGKILL' })
+        const after = await inbox.take(10, 60_000)
+        expect(after.map((entry) => entry.id).sort()).toEqual(sent.filter((d) => d.id !== first!.id).map((d) => d.id).sort())
+        seen.push(...after.map((entry) => entry.lease))
+        expect(new Set(seen).size).toBe(seen.length)
+        const retaken = after.find((entry) => entry.id === stale!.id)!
+        expect(await inbox.complete(stale!)).toBe(false)
+        expect(await inbox.bury(stale!, 'Error: stale')).toBe(false)
+        expect(await inbox.retry(stale!, 0, 'Error: stale')).toBe(false)
+        // The current holder still holds it.
+        expect(await inbox.complete(retaken)).toBe(true)
+        expect(await inbox.complete(first!)).toBe(true)
       })
     })
   }

@@ -4,7 +4,7 @@
 // auth), run as the `postgres` user when this runs as root (initdb refuses root). Plain JS because
 // `npm run soak` runs on Node 20 without a TypeScript loader.
 import { spawn, spawnSync } from 'node:child_process'
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from './free-port.mjs'
@@ -60,13 +60,52 @@ function run(args) {
   })
 }
 
+/** @param {number} ms */
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/**
+ * The process `pid` and its children (from /proc), for a crash of the whole cluster.
+ *
+ * @param {number} pid
+ * @returns {number[]}
+ */
+function withChildren(pid) {
+  const found = [pid]
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      // Field 4 of /proc/<pid>/stat is the parent; the name (field 2) may hold spaces, so read after its ')'.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+      if (parent === pid) found.push(Number(entry))
+    } catch {
+      // It exited while we looked.
+    }
+  }
+  return found
+}
+
+/**
+ * Whether process `pid` still runs (a zombie, killed and not yet reaped, does not).
+ *
+ * @param {number} pid
+ */
+function alive(pid) {
+  try {
+    return !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ')
+  } catch {
+    return false
+  }
+}
+
 /**
  * Starts a Postgres cluster. `kill()` is an immediate shutdown (a crash, as far as clients can
- * tell: recovery replays the WAL on the next start), `start()` starts it again on the same port,
- * `stop()` shuts it down and removes its files.
+ * tell: recovery replays the WAL on the next start), `crash()` is `kill -9` of the postmaster and
+ * every backend (Linux: read from /proc), `start()` starts it again on the same port, `stop()`
+ * shuts it down and removes its files.
  *
  * @param {{ fsync?: boolean, maxConnections?: number }} [options]
- * @returns {Promise<{ port: number, url: string, kill: () => Promise<void>, start: () => Promise<void>, stop: () => Promise<void> }>}
+ * @returns {Promise<{ port: number, url: string, kill: () => Promise<void>, crash: () => Promise<void>, start: () => Promise<void>, stop: () => Promise<void> }>}
  * @example
  * const pg = await startPostgresServer()
  * const pool = new Pool({ connectionString: pg.url })
@@ -91,11 +130,25 @@ export async function startPostgresServer({ fsync = true, maxConnections = 200 }
   const kill = async () => {
     await run([join(binDir, 'pg_ctl'), '-D', data, '-m', 'immediate', '-w', 'stop'])
   }
+  const crash = async () => {
+    const postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0])
+    const victims = withChildren(postmaster)
+    for (const pid of victims) {
+      try {
+        process.kill(pid, 'SIGKILL')
+      } catch {
+        // Already gone.
+      }
+    }
+    // Bounded: a SIGKILLed process is reaped within milliseconds.
+    for (let i = 0; i < 200 && victims.some(alive); i++) await sleep(25)
+  }
   await start()
   return {
     port,
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     kill,
+    crash,
     start,
     async stop() {
       await kill()

@@ -16,6 +16,8 @@ export interface PostgresServer {
   url: string
   /** Immediate shutdown (a crash, as far as clients can tell), keeping the data dir. */
   kill(): Promise<void>
+  /** `kill -9` of the postmaster and every backend, keeping the data dir. */
+  crash(): Promise<void>
   /** Starts it again on the same port after `kill`. */
   start(): Promise<void>
   /** Shutdown and removal of the data dir. */
@@ -23,14 +25,15 @@ export interface PostgresServer {
 }
 
 /**
- * Starts a throwaway cluster for a suite: fsync off, 100 connections.
+ * Starts a throwaway cluster for a suite: fsync off (unless `fsync: true`, for a suite about what
+ * a crash keeps), 100 connections.
  *
  * @example
  * const pg = await startPostgresServer()
  * const pool = new pg.Pool({ connectionString: pg.url })
  */
-export function startPostgresServer(): Promise<PostgresServer> {
-  return start({ fsync: false, maxConnections: 100 })
+export function startPostgresServer({ fsync = false }: { fsync?: boolean } = {}): Promise<PostgresServer> {
+  return start({ fsync, maxConnections: 100 })
 }
 
 /**

@@ -68,9 +68,11 @@ process.once('exit', () => {
 /**
  * Starts redis-server. `persist: true` turns on the append-only file with `appendfsync always`
  * (what a dedupe store should run with: a restart then forgets no processed id); otherwise no
- * persistence at all (`--save '' --appendonly no`).
+ * automatic persistence (`--save '' --appendonly no`): only an explicit `SAVE` writes an RDB
+ * snapshot, which a restart then loads (a restart from an older snapshot). `config` adds server
+ * options, e.g. `['--maxmemory', '1mb']`.
  *
- * @param {{ persist?: boolean, bin?: string }} [options]
+ * @param {{ persist?: boolean, config?: string[], bin?: string }} [options]
  * @returns {Promise<RedisServer>}
  * @example
  * const redis = await startRedisServer()
@@ -78,7 +80,7 @@ process.once('exit', () => {
  * await redis.restart()   // same port, same data dir
  * await redis.stop()
  */
-export async function startRedisServer({ persist = false, bin = findRedisServer() } = {}) {
+export async function startRedisServer({ persist = false, config = [], bin = findRedisServer() } = {}) {
   if (!bin) throw new Error('redis-server is not installed (apt-get install redis-server, or set REDIS_SERVER_BIN)')
   const redisBin = bin
   const port = await freePort()
@@ -92,6 +94,7 @@ export async function startRedisServer({ persist = false, bin = findRedisServer(
     const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--dir', dir, '--loglevel', 'warning']
     args.push('--appendonly', persist ? 'yes' : 'no')
     if (persist) args.push('--appendfsync', 'always')
+    args.push(...config)
     const proc = spawn(redisBin, args, { stdio: ['ignore', 'pipe', 'pipe'] })
     const exited = new Promise((resolve) => proc.once('exit', resolve))
     current = { proc, exited, paused: false }
