@@ -10,7 +10,7 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createInboxWorker, createWebhookReceiver, type InboxDelivery, type InboxEntry } from 'svc-webhooks'
+import { createInboxWorker, createWebhookReceiver, isInboxError, type InboxDelivery, type InboxEntry } from 'svc-webhooks'
 import { PostgresInbox, createInboxTableSql } from 'svc-webhooks/postgres'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
 import { describeWithPostgres, startPostgresServer, type PostgresServer } from '../support/postgres-server.js'
@@ -19,6 +19,16 @@ import { describeInboxContract, inboxDelivery } from './contract.js'
 
 const SECRET = 'svc_whsec_postgres_inbox_tests'
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** The inbox tables as the previous version created them (before takes, retries_since and the ack leases). */
+const PREVIOUS_TABLES = (table: string) => `CREATE TABLE "${table}" (
+  key text PRIMARY KEY, keys text[] NOT NULL, endpoint text NOT NULL, id text NOT NULL, signed_timestamp bigint NOT NULL,
+  signature_version text NOT NULL, secret_index integer NOT NULL, body bytea NOT NULL, received_at timestamptz NOT NULL,
+  state text NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'dead')), attempts integer NOT NULL DEFAULT 0,
+  last_error text, visible_at timestamptz NOT NULL, lease text, dead_at timestamptz
+);
+CREATE INDEX "${table}_visible" ON "${table}" (visible_at) WHERE state = 'queued';
+CREATE TABLE "${table}_keys" (key text PRIMARY KEY, delivery text NOT NULL, processed_until timestamptz);`
 
 describeWithPostgres('PostgresInbox', () => {
   let server: PostgresServer
@@ -49,15 +59,16 @@ describeWithPostgres('PostgresInbox', () => {
   describe('ten connections appending at once', () => {
     const CONNECTIONS = 10
     const ROUNDS = 5
-    let clients: pg.Client[]
+    // One connection each (a Pool of one: the inbox takes no single Client, which cannot reconnect).
+    let pools: pg.Pool[]
     let locker: pg.Client
     beforeAll(async () => {
-      clients = Array.from({ length: CONNECTIONS }, () => new pg.Client({ connectionString: server.url }))
+      pools = Array.from({ length: CONNECTIONS }, () => new pg.Pool({ connectionString: server.url, max: 1 }))
       locker = new pg.Client({ connectionString: server.url })
-      await Promise.all([...clients, locker].map((client) => client.connect()))
+      await locker.connect()
     })
     afterAll(async () => {
-      await Promise.all([...(clients ?? []), locker].map((client) => client?.end()))
+      await Promise.all([...(pools ?? []), locker].map((client) => client?.end()))
     })
 
     /** How many backends wait on a lock (the cases of this file run one at a time). */
@@ -70,7 +81,7 @@ describeWithPostgres('PostgresInbox', () => {
      * lets them all go once every one waits: they then race for the keys, not one after another.
      */
     async function race(table: string, make: (i: number) => InboxDelivery, retentionMs = 60_000): Promise<string[]> {
-      const inboxes = clients.map((client) => new PostgresInbox({ client, table, retentionMs, timeoutMs: 10_000 }))
+      const inboxes = pools.map((own) => new PostgresInbox({ pool: own, table, retentionMs, timeoutMs: 10_000 }))
       await locker.query('BEGIN')
       try {
         await locker.query(`LOCK TABLE "${table}_keys" IN SHARE MODE`)
@@ -193,7 +204,7 @@ describeWithPostgres('PostgresInbox', () => {
     try {
       await locker.query('BEGIN')
       await locker.query(`LOCK TABLE "${inbox.table}" IN EXCLUSIVE MODE`)
-      await expect(inbox.take(1, 60_000)).rejects.toThrow(/PostgresInbox.take got no answer within 300 ms/)
+      await expect(inbox.take(1, 60_000)).rejects.toMatchObject({ kind: 'unavailable', message: expect.stringMatching(/PostgresInbox.take got no answer within 300 ms/) })
       await locker.query('COMMIT')
     } finally {
       await locker.query('ROLLBACK').catch(() => undefined)
@@ -202,7 +213,8 @@ describeWithPostgres('PostgresInbox', () => {
     // The late take leased it for 60 s once the lock was gone, and gave it straight back.
     let again: InboxEntry | undefined
     expect(await eventually(async () => (again = (await inbox.take(1, 10_000))[0]) !== undefined)).toBe(true)
-    expect(again).toMatchObject({ id: d.id, attempts: 0 })
+    // takes 1: the hand-back uncounted the take nobody ran.
+    expect(again).toMatchObject({ id: d.id, attempts: 0, takes: 1 })
   })
 
   it('every byte value, and a 1 MiB random body, round-trip byte for byte through take and dead()', async () => {
@@ -304,15 +316,78 @@ describeWithPostgres('PostgresInbox', () => {
     expect(await rows('SELECT key FROM webhooks.inbox_keys')).toEqual([{ key: d.keys[0] }])
   })
 
-  it('refuses a table name that is not a plain identifier or is too long, a missing pool, a pool given as client, and a non-positive retention', () => {
+  it('refuses a table name that is not a plain identifier or is too long, a missing pool, any `client` (it would never reconnect), and a non-positive retention', async () => {
     expect(() => new PostgresInbox({ pool, table: 'x; DROP TABLE y' })).toThrow(TypeError)
     expect(() => new PostgresInbox({ pool, table: 'a'.repeat(49) })).toThrow(/at most 48/)
     expect(() => createInboxTableSql('a.b.c')).toThrow(TypeError)
     expect(() => new PostgresInbox({} as never)).toThrow(TypeError)
     expect(() => new PostgresInbox({ pool: { query: pool.query.bind(pool) } as never })).toThrow(/connect/)
-    expect(() => new PostgresInbox({ client: pool })).toThrow(/pass it as `pool`/)
+    expect(() => new PostgresInbox({ client: pool } as never)).toThrow(/takes `pool`/)
+    const client = new pg.Client({ connectionString: server.url })
+    await client.connect()
+    try {
+      expect(() => new PostgresInbox({ client } as never)).toThrow(/a pg.Client does not reconnect after the database restarts/)
+    } finally {
+      await client.end()
+    }
     expect(() => new PostgresInbox({ pool, retentionMs: 0 })).toThrow(TypeError)
     expect(() => new PostgresInbox({ pool, timeoutMs: -1 })).toThrow(TypeError)
+  })
+
+  it('a NUL in the error text is refused by Postgres: retry and bury reject at once (refused, not unavailable), and the lease is still held', async () => {
+    const inbox = await freshInbox({ timeoutMs: 5_000 })
+    let statements = 0
+    const counting = { query: (text: string, values?: unknown[]) => (statements++, pool.query(text, values)), connect: () => pool.connect() }
+    const counted = new PostgresInbox({ pool: counting, table: inbox.table, timeoutMs: 5_000 })
+    await inbox.append(inboxDelivery())
+    const [entry] = await counted.take(1, 60_000)
+    for (const ack of [() => counted.retry(entry!, 0, 'a\u0000b'), () => counted.bury(entry!, 'a\u0000b')]) {
+      statements = 0
+      const error = await ack().catch((e: unknown) => e)
+      expect(isInboxError(error)).toBe(true)
+      expect(error).toMatchObject({ kind: 'refused', message: expect.stringMatching(/was refused by the server: invalid byte sequence for encoding "UTF8": 0x00/) })
+      expect((error as Error).message).not.toMatch(/reachable/)
+      expect(Object.keys((error as Error).cause as object).sort()).toEqual(['message', 'name'])
+      // Not repeated until the deadline: one statement.
+      expect(statements).toBe(1)
+    }
+    expect(await counted.retry(entry!, 0, 'a b')).toBe(true)
+    const [again] = await counted.take(1, 60_000)
+    expect(again).toMatchObject({ attempts: 1, takes: 2, lastError: 'a b' })
+  })
+
+  it('ensureTable upgrades a table created by the previous version: its rows are taken with takes counted and retriesSince from receivedAt', async () => {
+    const table = `inbox_t${++tables}`
+    await pool.query(PREVIOUS_TABLES(table))
+    const receivedAt = Date.now() - 60_000
+    await pool.query(
+      `INSERT INTO "${table}" (key, keys, endpoint, id, signed_timestamp, signature_version, secret_index, body, received_at, visible_at) VALUES ('old:1', '{old:1}', 'old', '1', 1763806530, 'v2', 0, '\x7b7d', to_timestamp($1::float8 / 1000), now())`,
+      [receivedAt],
+    )
+    await pool.query(`INSERT INTO "${table}_keys" (key, delivery) VALUES ('old:1', 'old:1')`)
+    const inbox = new PostgresInbox({ pool, table })
+    await inbox.ensureTable()
+    await inbox.ensureTable()
+    const [entry] = await inbox.take(1, 60_000)
+    expect(entry).toMatchObject({ id: '1', attempts: 0, takes: 1, retriesSince: receivedAt, receivedAt })
+    expect(await inbox.complete(entry!)).toBe(true)
+    expect(await inbox.complete(entry!)).toBe(true)
+    expect(await inbox.append(inboxDelivery({ keys: ['old:1'] }))).toBe('duplicate')
+  })
+
+  it('durabilityWarnings: fsync off (this suite\'s server) and synchronous_commit off are reported', async () => {
+    const inbox = await freshInbox()
+    const warnings = await inbox.durabilityWarnings()
+    expect(warnings).toHaveLength(1)
+    expect(warnings[0]).toMatch(/fsync off/)
+    const lax = new pg.Pool({ connectionString: server.url, max: 1, options: '-c synchronous_commit=off' })
+    try {
+      const both = await new PostgresInbox({ pool: lax, table: inbox.table }).durabilityWarnings()
+      expect(both).toHaveLength(2)
+      expect(both[1]).toMatch(/synchronous_commit is off/)
+    } finally {
+      await lax.end()
+    }
   })
 
   // Last: it stops the server.
@@ -324,7 +399,12 @@ describeWithPostgres('PostgresInbox', () => {
     try {
       for (const keys of [[`tenant:${randomUUID()}`], [`tenant:${randomUUID()}`, `tenant:v1 ${randomUUID()}`]]) {
         const started = Date.now()
-        await expect(inbox.append(inboxDelivery({ keys }))).rejects.toThrow(/PostgresInbox.append got no answer within 400 ms/)
+        await expect(inbox.append(inboxDelivery({ keys }))).rejects.toMatchObject({
+          name: 'InboxError',
+          kind: 'unavailable',
+          operation: 'PostgresInbox.append',
+          message: expect.stringMatching(/PostgresInbox.append got no answer within 400 ms/),
+        })
         timings.push(Date.now() - started)
       }
     } finally {
@@ -338,5 +418,62 @@ describeWithPostgres('PostgresInbox', () => {
     expect(await eventually(async () => (await inbox.append(d).catch(() => 'down')) !== 'down')).toBe(true)
     expect(await inbox.append(d)).toBe('duplicate')
     expect((await inbox.stats()).depth).toBe(1)
+  })
+
+  describe('the database restarted or killed (its own server, fsync on)', () => {
+    let durable: PostgresServer
+    // No 'error' listener of its own: the inbox keeps a restart's dropped idle connections from
+    // ending the process.
+    let bare: pg.Pool
+    beforeAll(async () => {
+      durable = await startPostgresServer({ fsync: true })
+      bare = new pg.Pool({ connectionString: durable.url, max: 4 })
+    })
+    afterAll(async () => {
+      await bare?.end()
+      await durable?.stop()
+    })
+
+    it('durabilityWarnings: none with fsync and synchronous_commit on', async () => {
+      expect(await new PostgresInbox({ pool: bare, table: 'warnings' }).durabilityWarnings()).toEqual([])
+    })
+
+    it('acks that committed before a restart: the same lease repeating complete, retry or bury afterwards answers true, another lease false', async () => {
+      const inbox = new PostgresInbox({ pool: bare, table: 'acks', timeoutMs: 15_000 })
+      await inbox.ensureTable()
+      const sent = [inboxDelivery(), inboxDelivery(), inboxDelivery()]
+      for (const d of sent) await inbox.append(d)
+      const taken = await inbox.take(3, 60_000)
+      const [done, failed, buried] = sent.map((d) => taken.find((entry) => entry.id === d.id)!)
+      expect(await inbox.complete(done!)).toBe(true)
+      expect(await inbox.retry(failed!, 60_000, 'Error: once')).toBe(true)
+      expect(await inbox.bury(buried!, 'Error: gave up')).toBe(true)
+      // The worker never saw those answers (a restart cut the connection): it repeats each ack.
+      await durable.kill()
+      await durable.start()
+      expect(await inbox.complete(done!)).toBe(true)
+      expect(await inbox.retry(failed!, 60_000, 'Error: once')).toBe(true)
+      expect(await inbox.bury(buried!, 'Error: gave up')).toBe(true)
+      expect(await inbox.complete(failed!)).toBe(false)
+      expect(await inbox.stats()).toMatchObject({ depth: 1, retrying: 1, dead: 1 })
+      expect((await inbox.dead()).map((letter) => [letter.id, letter.attempts, letter.takes])).toEqual([[buried!.id, 1, 1]])
+    })
+
+    it('kill -9 of the postmaster and every backend: the same inbox object answers unavailable while it is down, and again once it is back', async () => {
+      const inbox = new PostgresInbox({ pool: bare, table: 'crash', timeoutMs: 500 })
+      await inbox.ensureTable()
+      const before = inboxDelivery()
+      expect(await inbox.append(before)).toBe('accepted')
+      await durable.crash()
+      const during = inboxDelivery()
+      try {
+        await expect(inbox.append(during)).rejects.toMatchObject({ name: 'InboxError', kind: 'unavailable' })
+      } finally {
+        await durable.start()
+      }
+      expect(await eventually(async () => (await inbox.append(during).catch(() => 'down')) !== 'down')).toBe(true)
+      const ids = (await inbox.take(10, 60_000)).map((entry) => entry.id)
+      expect(ids.sort()).toEqual([before.id, during.id].sort())
+    })
   })
 })

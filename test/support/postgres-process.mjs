@@ -125,7 +125,10 @@ export async function startPostgresServer({ fsync = true, maxConnections = 200 }
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=${maxConnections}${fsync ? '' : ' -c fsync=off'}`
   const start = async () => {
     const started = await run([join(binDir, 'pg_ctl'), '-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '60', 'start'])
-    if (started.code !== 0) throw new Error(`pg_ctl start failed: ${started.output.slice(-500)}`)
+    if (started.code !== 0) {
+      const log = existsSync(join(dir, 'log')) ? readFileSync(join(dir, 'log'), 'utf8').slice(-500) : ''
+      throw new Error(`pg_ctl start failed: ${started.output.slice(-500)}\n${log}`)
+    }
   }
   const kill = async () => {
     await run([join(binDir, 'pg_ctl'), '-D', data, '-m', 'immediate', '-w', 'stop'])
@@ -142,6 +145,11 @@ export async function startPostgresServer({ fsync = true, maxConnections = 200 }
     }
     // Bounded: a SIGKILLed process is reaped within milliseconds.
     for (let i = 0; i < 200 && victims.some(alive); i++) await sleep(25)
+    // The killed postmaster stays a zombie where PID 1 does not reap orphans (a container), and
+    // Postgres takes a pid that still exists for a running postmaster: the lock files (data dir
+    // and socket) go, as a reaped process would have let the next start remove them.
+    rmSync(join(data, 'postmaster.pid'), { force: true })
+    rmSync(join(dir, `.s.PGSQL.${port}.lock`), { force: true })
   }
   await start()
   return {
