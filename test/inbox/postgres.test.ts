@@ -3,9 +3,13 @@
  * contract on a fresh table per case; ten connections racing to append one key (new, expired
  * and processed, or shared by deliveries with several keys) with exactly one accepted; three
  * workers draining 200 deliveries received through createWebhookReceiver, each handler success
- * exactly once; a late take handing its leases back; bodies byte for byte; statements per
- * operation; sweep; options; and append rejecting within timeoutMs while the server is stopped,
- * then recovering on the same pool.
+ * exactly once; a late take handing its leases back, uncounted; bodies byte for byte; statements
+ * per operation; sweep; options (`client` refused: it never reconnects); a NUL in an error text
+ * refused at once; a table of the previous version upgraded by ensureTable; durability
+ * warnings; append rejecting within timeoutMs while the server is stopped, then recovering on the
+ * same pool; and on a server of its own with fsync on: acks that committed before a restart
+ * answered true when repeated, and the same inbox answering again after kill -9 of every
+ * Postgres process.
  */
 import { randomBytes, randomUUID } from 'node:crypto'
 import pg from 'pg'
