@@ -19,3 +19,14 @@ export function inboxDeadline<T>(operation: string, timeoutMs: number, attempt: 
     fail: (kind, message, cause) => new InboxError(kind, operation, message, cause ? { cause } : undefined),
   })
 }
+
+/**
+ * Why a settings check failed, for a warning line: the error's message without the package prefix
+ * (an InboxError's message names the operation and the server's answer, never arguments).
+ *
+ * @example
+ * `could not check the settings (${unchecked(error)})`
+ */
+export function unchecked(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).replace(/^svc-webhooks: /, '')
+}

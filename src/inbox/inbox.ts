@@ -149,8 +149,10 @@ export interface WebhookInbox {
   purge(key: string): Promise<boolean>
   /**
    * What in the engine's configuration breaks the durability the inbox promises (Redis without
-   * `appendonly`, an eviction policy other than `noeviction`): one line each, empty when none or
-   * when it cannot be read. The worker logs them at start.
+   * `appendonly`, an eviction policy other than `noeviction`; Postgres with `fsync` or
+   * `synchronous_commit` off): one line each, empty when none. When the settings cannot be read
+   * (the server refuses or does not answer), one line saying so; it never rejects. The worker
+   * logs them at start.
    */
   durabilityWarnings?(): Promise<string[]>
   /** Depth, oldest age, retrying, dead. */

@@ -56,7 +56,7 @@
  */
 import { isPostgresRefusal, type PostgresQueryable } from '../stores/postgres-client.js'
 import { positiveOption } from '../stores/deadline.js'
-import { inboxDeadline } from './deadline.js'
+import { inboxDeadline, unchecked } from './deadline.js'
 import { DEFAULT_TABLE, createInboxTableSql, names, statements, type Statements } from './postgres-sql.js'
 import {
   DEFAULT_INBOX_RETENTION_MS,
@@ -297,13 +297,19 @@ export class PostgresInbox implements WebhookInbox {
    * What in the database's settings breaks the durability the inbox promises: `fsync` off (a
    * power loss or OS crash can corrupt or lose committed rows) or `synchronous_commit` off (a
    * crash loses the last commits, deliveries the sender was told 202 about). One line each, empty
-   * when none.
+   * when none; one line saying they could not be checked when the database does not answer.
    *
    * @example
    * for (const line of await inbox.durabilityWarnings()) console.warn(line)
    */
   async durabilityWarnings(): Promise<string[]> {
-    const { fsync, synchronous_commit: sync } = await this.first<{ fsync: string; synchronous_commit: string }>('durabilityWarnings', this.sql.settings, [])
+    let settings: { fsync: string; synchronous_commit: string }
+    try {
+      settings = await this.first('durabilityWarnings', this.sql.settings, [])
+    } catch (error) {
+      return [`svc-webhooks: PostgresInbox could not check the database's fsync and synchronous_commit settings (${unchecked(error)}); make sure both are on.`]
+    }
+    const { fsync, synchronous_commit: sync } = settings
     const warnings: string[] = []
     if (fsync === 'off') {
       warnings.push('svc-webhooks: PostgresInbox: the database runs with fsync off: a power loss or OS crash can lose or corrupt committed deliveries the sender was told 202 about. Turn fsync on.')

@@ -57,7 +57,7 @@
 import { DEFAULT_INBOX_RETENTION_MS, InboxError, type AppendResult, type DeadLetter, type InboxDelivery, type InboxEntry, type InboxStats, type WebhookInbox } from './inbox.js'
 import { positiveOption } from '../stores/deadline.js'
 import { adapt, isRedisRefusal, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../stores/redis-client.js'
-import { inboxDeadline } from './deadline.js'
+import { inboxDeadline, unchecked } from './deadline.js'
 import { APPEND, BURY, COMPLETE, DEAD, EXTEND, EXTRA, PURGE, RELEASE, REQUEUE, RETRY, SETTINGS, STATS, TAKE } from './redis-scripts.js'
 
 /** Options of {@link RedisInbox}. */
@@ -237,7 +237,8 @@ export class RedisInbox implements WebhookInbox {
     const wanted = Math.min(Math.floor(max), MAX_TAKE)
     if (!(wanted >= 1)) return []
     // A fresh lease token for each attempt: see the header for why not a server counter.
-    const args = () => [String(wanted), ms(visibilityMs, 'visibilityMs'), crypto.randomUUID()]
+    const visibility = ms(visibilityMs, 'visibilityMs')
+    const args = () => [String(wanted), visibility, crypto.randomUUID()]
     const reply = await this.call('take', TAKE, args, (late) => {
       // Taken after we gave up waiting: hand them back now rather than when the lease expires.
       for (const row of rows(late)) {
@@ -317,8 +318,8 @@ export class RedisInbox implements WebhookInbox {
   /**
    * What in the server's configuration breaks the inbox's durability: `appendonly` off (a crash
    * loses what was accepted since the last snapshot) or a `maxmemory-policy` that evicts. Read
-   * with INFO from inside a script (CONFIG is not allowed there); a server that refuses INFO gets
-   * one line saying the settings could not be checked.
+   * with INFO from inside a script (CONFIG is not allowed there); a server that refuses INFO (an
+   * ACL) or does not answer gets one line saying the settings could not be checked.
    *
    * @example
    * for (const line of await inbox.durabilityWarnings()) console.warn(line)
@@ -329,8 +330,7 @@ export class RedisInbox implements WebhookInbox {
     try {
       ;[persistence, memory] = rows(await this.call('durabilityWarnings', SETTINGS, []))
     } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error)
-      return [`svc-webhooks: RedisInbox could not check the server's persistence and eviction settings (${reason}); make sure it runs with appendonly yes and maxmemory-policy noeviction.`]
+      return [`svc-webhooks: RedisInbox could not check the server's persistence and eviction settings (${unchecked(error)}); make sure it runs with appendonly yes and maxmemory-policy noeviction.`]
     }
     const warnings: string[] = []
     if (infoField(persistence, 'aof_enabled') !== '1') {

@@ -54,6 +54,9 @@ export function summarize(error: unknown): ErrorSummary {
   return { name: typeof error, message: '' }
 }
 
+/** A server's message set inside a sentence: without its own final period. */
+const sentence = (message: string) => message.replace(/\.+$/, '')
+
 /**
  * Runs `attempt` until it resolves, retrying rejections with a short backoff, and rejects once
  * `timeoutMs` has passed (`unavailable`), or at once on a rejection `options.refused` recognises
@@ -79,7 +82,7 @@ export function withDeadline<T>(what: string, timeoutMs: number, attempt: () => 
       settled = true
       if (retry !== undefined) clearTimeout(retry)
       const summary = lastError === undefined ? undefined : summarize(lastError)
-      const reason = summary ? ` (last error: ${summary.message})` : ''
+      const reason = summary ? ` (last error: ${sentence(summary.message)})` : ''
       reject(fail('unavailable', `svc-webhooks: ${what} got no answer within ${timeoutMs} ms${reason}. Is the server reachable?`, summary))
     }, timeoutMs)
 
@@ -113,7 +116,7 @@ export function withDeadline<T>(what: string, timeoutMs: number, attempt: () => 
             settled = true
             clearTimeout(timer)
             const summary = summarize(error)
-            reject(fail('refused', `svc-webhooks: ${what} was refused by the server: ${summary.message}. Repeating the same call will not succeed.`, summary))
+            reject(fail('refused', `svc-webhooks: ${what} was refused by the server: ${sentence(summary.message)}. Repeating the same call will not succeed.`, summary))
             return
           }
           const wait = Math.min(pause, deadline - Date.now())

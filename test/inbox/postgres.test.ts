@@ -411,6 +411,7 @@ describeWithPostgres('PostgresInbox', () => {
         })
         timings.push(Date.now() - started)
       }
+      expect(await inbox.durabilityWarnings()).toEqual([expect.stringMatching(/^svc-webhooks: PostgresInbox could not check the database's fsync and synchronous_commit settings \(PostgresInbox.durabilityWarnings got no answer/)])
     } finally {
       await server.start()
     }

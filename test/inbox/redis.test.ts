@@ -181,6 +181,20 @@ describeWithRedis('RedisInbox', () => {
         }
       })
 
+      it('durabilityWarnings: a user the server forbids INFO gets one line saying the settings could not be checked', async () => {
+        const user = `no-info-${name}`
+        await conn.admin('ACL', 'SETUSER', user, 'on', 'nopass', '~*', '+@all', '-info')
+        const limited = await connect(server.url.replace('redis://', `redis://${user}:x@`))
+        try {
+          const warnings = await new RedisInbox({ client: limited.client, prefix: `warn-acl-${name}:` }).durabilityWarnings()
+          expect(warnings).toHaveLength(1)
+          expect(warnings[0]).toMatch(/^svc-webhooks: RedisInbox could not check the server's persistence and eviction settings \(RedisInbox.durabilityWarnings was refused by the server: ERR The user executing the script can't run this command/)
+        } finally {
+          await limited.close()
+          await conn.admin('ACL', 'DELUSER', user)
+        }
+      })
+
       it('refuses a delivery with a number that is not one before touching Redis (a script stopped half-way keeps its writes)', async () => {
         const inbox = new RedisInbox({ client: conn.client, prefix: `invalid-${name}:` })
         const d = inboxDelivery()
