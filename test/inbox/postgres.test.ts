@@ -360,6 +360,12 @@ describeWithPostgres('PostgresInbox', () => {
     expect(again).toMatchObject({ attempts: 1, takes: 2, lastError: 'a b' })
   })
 
+  it('a table that was never created: append is refused at once with the database\'s reason, not reported unreachable', async () => {
+    const inbox = new PostgresInbox({ pool, table: 'never_created', timeoutMs: 5_000 })
+    const error = await inbox.append(inboxDelivery()).catch((e: unknown) => e)
+    expect(error).toMatchObject({ name: 'InboxError', kind: 'refused', operation: 'PostgresInbox.append', message: expect.stringMatching(/was refused by the server: relation "never_created(_keys)?" does not exist/) })
+  })
+
   it('ensureTable upgrades a table created by the previous version: its rows are taken with takes counted and retriesSince from receivedAt', async () => {
     const table = `inbox_t${++tables}`
     await pool.query(PREVIOUS_TABLES(table))

@@ -166,6 +166,14 @@ describeWithRedis('RedisInbox', () => {
         expect(await inbox.stats()).toMatchObject({ depth: 2, dead: 0 })
       })
 
+      it('a key of the wrong type under the prefix: take is refused at once (WRONGTYPE), not reported unreachable', async () => {
+        const prefix = `wrongtype-${name}:`
+        await conn.admin('SET', `${prefix}due`, 'not a sorted set')
+        const inbox = new RedisInbox({ client: conn.client, prefix, timeoutMs: 5_000 })
+        const error = await inbox.take(1, 10_000).catch((e: unknown) => e)
+        expect(error).toMatchObject({ name: 'InboxError', kind: 'refused', operation: 'RedisInbox.take', message: expect.stringMatching(/was refused by the server: WRONGTYPE/) })
+      })
+
       it('durabilityWarnings: appendonly off is reported, and an evicting maxmemory-policy too (read with INFO inside a script)', async () => {
         const inbox = new RedisInbox({ client: conn.client, prefix: `warn-${name}:` })
         const warnings = await inbox.durabilityWarnings()
