@@ -35,9 +35,23 @@ export function names(table: unknown): Names {
 }
 
 /**
+ * `ALTER TABLE table changes` only when `table` lacks `column` (the last one the change adds):
+ * ALTER TABLE takes an ACCESS EXCLUSIVE lock even when every column exists, which would queue
+ * every take behind it each time a process starts and calls ensureTable().
+ */
+function upgrade(table: string, column: string, changes: string): string {
+  // `table` is quoted from checked identifiers (letters, digits, underscores): it holds no quote.
+  return `DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '${table}'::regclass AND attname = '${column}' AND NOT attisdropped) THEN
+    ALTER TABLE ${table} ${changes};
+  END IF;
+END $$;`
+}
+
+/**
  * The statements that create the inbox's two tables and their indexes, for your migrations. They
- * also upgrade tables created by an earlier version (`ADD COLUMN IF NOT EXISTS`), so running them
- * again is how a deployment moves to this one.
+ * also upgrade tables created by an earlier version (adding the columns they lack, and touching
+ * nothing when none is missing), so running them again is how a deployment moves to this one.
  *
  * @example
  * await pool.query(createInboxTableSql('webhooks.inbox'))
@@ -67,9 +81,9 @@ export function createInboxTableSql(table = DEFAULT_TABLE): string {
   retries_since timestamptz,
   acked_lease text
 );
-ALTER TABLE ${d} ADD COLUMN IF NOT EXISTS takes integer NOT NULL DEFAULT 0,
+${upgrade(d, 'acked_lease', `ADD COLUMN IF NOT EXISTS takes integer NOT NULL DEFAULT 0,
   ADD COLUMN IF NOT EXISTS retries_since timestamptz,
-  ADD COLUMN IF NOT EXISTS acked_lease text;
+  ADD COLUMN IF NOT EXISTS acked_lease text`)}
 CREATE INDEX IF NOT EXISTS "${base}_visible" ON ${d} (visible_at) WHERE state = 'queued';
 CREATE INDEX IF NOT EXISTS "${base}_received" ON ${d} (received_at) WHERE state = 'queued';
 CREATE INDEX IF NOT EXISTS "${base}_retrying" ON ${d} (visible_at) WHERE state = 'queued' AND attempts > 0;
@@ -80,7 +94,7 @@ CREATE TABLE IF NOT EXISTS ${k} (
   processed_until timestamptz,
   completed_by text
 );
-ALTER TABLE ${k} ADD COLUMN IF NOT EXISTS completed_by text;
+${upgrade(k, 'completed_by', 'ADD COLUMN IF NOT EXISTS completed_by text')}
 CREATE INDEX IF NOT EXISTS "${base}_keys_processed" ON ${k} (processed_until) WHERE processed_until IS NOT NULL;`
 }
 

@@ -377,7 +377,17 @@ describeWithPostgres('PostgresInbox', () => {
     await pool.query(`INSERT INTO "${table}_keys" (key, delivery) VALUES ('old:1', 'old:1')`)
     const inbox = new PostgresInbox({ pool, table })
     await inbox.ensureTable()
-    await inbox.ensureTable()
+    // Once upgraded, ensureTable alters nothing: it does not wait for a transaction reading the
+    // table (an ALTER TABLE would, for its ACCESS EXCLUSIVE lock).
+    const reader = await pool.connect()
+    try {
+      await reader.query('BEGIN')
+      await reader.query(`LOCK TABLE "${table}" IN ACCESS SHARE MODE`)
+      await new PostgresInbox({ pool, table, timeoutMs: 1_000 }).ensureTable()
+    } finally {
+      await reader.query('ROLLBACK')
+      reader.release()
+    }
     const [entry] = await inbox.take(1, 60_000)
     expect(entry).toMatchObject({ id: '1', attempts: 0, takes: 1, retriesSince: receivedAt, receivedAt })
     expect(await inbox.complete(entry!)).toBe(true)
