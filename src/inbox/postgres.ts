@@ -133,6 +133,9 @@ interface Row {
   dead_ms: number | null
 }
 
+/** Pools already given an 'error' listener: one each, however many inboxes share a pool. */
+const listened = new WeakSet<object>()
+
 function delivery(row: Row): InboxDelivery {
   return {
     keys: row.keys,
@@ -188,7 +191,10 @@ export class PostgresInbox implements WebhookInbox {
     // A restart drops the pool's idle connections, and a pg Pool emits 'error' for each: with no
     // listener that event ends the process. The pool replaces them on the next query; the
     // operation that needed one answers `unavailable` until the database is back.
-    pool.on?.('error', () => undefined)
+    if (!listened.has(pool)) {
+      listened.add(pool)
+      pool.on?.('error', () => undefined)
+    }
     this.pool = pool
     this.table = table
     this.retentionMs = retentionMs
