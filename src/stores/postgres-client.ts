@@ -27,12 +27,13 @@ export function quoteTable(table: unknown, owner = 'PostgresStore'): string {
 }
 
 /**
- * SQLSTATE classes that say "not now" rather than "never": connection exception (08), transaction
+ * SQLSTATE classes that say "not now" rather than "never": connection exception (08), invalid
+ * transaction state (25: a read-only transaction on a standby just after a failover), transaction
  * rollback (40: serialization failure, deadlock), insufficient resources (53), object not in
  * prerequisite state (55: lock not available), operator intervention (57: shutdown, cannot connect
  * now, cancelled), system error (58), internal error (XX).
  */
-const TRANSIENT_CLASSES = new Set(['08', '40', '53', '55', '57', '58', 'XX'])
+const TRANSIENT_CLASSES = new Set(['08', '25', '40', '53', '55', '57', '58', 'XX'])
 
 /**
  * Whether `error` is an error the database answered that repeating will not fix: a value it

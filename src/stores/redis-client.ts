@@ -42,11 +42,12 @@ export function adapt(client: unknown, what = 'RedisStore'): Run {
 
 
 /** Server error codes that repeating the same command will not fix. */
-const REFUSALS = new Set(['OOM', 'WRONGTYPE', 'ERR', 'NOPERM', 'NOAUTH', 'WRONGPASS', 'EXECABORT'])
+const REFUSALS = new Set(['OOM', 'WRONGTYPE', 'ERR', 'NOPERM', 'NOAUTH', 'WRONGPASS', 'EXECABORT', 'CROSSSLOT'])
 
 /**
  * Whether `error` is an error reply from Redis that repeating will not fix: out of memory under
- * `noeviction`, a key of the wrong type, a script error, a missing permission. A connection error,
+ * `noeviction`, a key of the wrong type, a script error, a missing permission, keys in several
+ * cluster slots (a prefix without a hash tag). A connection error,
  * a timeout, and the replies of a server that is starting, failing over or busy (`LOADING`,
  * `READONLY`, `MASTERDOWN`, `TRYAGAIN`, `CLUSTERDOWN`, `BUSY`, `NOSCRIPT`, `ERR max number of
  * clients reached`) are not: they pass. Reply errors are recognised by their code, the first word
