@@ -5,7 +5,7 @@
  * does not hold) from 16 connections on 127.0.0.1, waits out the refusal window so its summary
  * line is counted too, and prints the lines and bytes the server wrote to stdout and stderr.
  *
- * Options: --deliveries 2000, --connections 16, --settle-ms 11000 (how long to keep reading the
+ * Options: --show (the first and last lines), --deliveries 2000, --connections 16, --settle-ms 11000 (how long to keep reading the
  * server's output after the first refusal).
  */
 import { spawn } from 'node:child_process'
@@ -91,7 +91,7 @@ async function main() {
     console.log(`${deliveries} forged deliveries in ${(floodMs / 1000).toFixed(1)} s (answers: ${JSON.stringify(statuses)})`)
     console.log(`server wrote ${lines.length} lines, ${bytes.toLocaleString('en-US')} bytes (${(bytes / deliveries).toFixed(1)} bytes per delivery) within ${settleMs / 1000} s of the first`)
     console.log(`lines mentioning "failing answers in a row": ${lines.filter((line) => line.includes('failing answers in a row')).length}`)
-    if (process.argv.includes('--show')) console.log(`\n${lines.slice(0, 3).join('\n')}\n...\n${lines.slice(-3).join('\n')}`)
+    if (process.argv.includes('--show')) console.log(`\n${(lines.length <= 6 ? lines : [...lines.slice(0, 3), '...', ...lines.slice(-3)]).join('\n')}`)
   } finally {
     child?.kill()
     rmSync(dir, { recursive: true, force: true })
