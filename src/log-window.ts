@@ -74,7 +74,7 @@ export function createLogWindow(log: (line: string) => void, { windowMs = LOG_WI
   function summarize(kind: string, window: Window): void {
     if (window.repeats === 0) return
     const last = window.lastId === undefined ? '' : `, last delivery id ${window.lastId}`
-    log(`svc-webhooks: ${kind}: ${window.repeats.toLocaleString('en-US')} more in the last ${span}${last}${hint ? `. ${hint}` : ''}`)
+    log(`svc-webhooks: ${kind}: ${thousands(window.repeats)} more in the last ${span}${last}${hint ? `. ${hint}` : ''}`)
   }
 
   /** Closes the windows that have ended by `at`, writing their summaries. */
@@ -138,6 +138,11 @@ export function createLogWindow(log: (line: string) => void, { windowMs = LOG_WI
       nextEnd = Infinity
     },
   }
+}
+
+/** 1999 as "1,999", without Intl (not every edge runtime carries its locale data). */
+function thousands(n: number): string {
+  return String(n).replace(/\B(?=(\d{3})+$)/g, ',')
 }
 
 /** Characters that could end a line, forge one, or change how a terminal shows the rest. */

@@ -17,7 +17,7 @@ import { quietly, type ClaimResult, type IdempotencyStore } from './stores/store
 import { matchSignature, type VerifiedDelivery } from './verify.js'
 import type { WebhookInbox, WebhookInboxProducer } from './inbox/inbox.js'
 import { createLogWindow, printable } from './log-window.js'
-import { AnswerCounter, callHook, ownError, resolveLog, resultLine, sentToSender, startupWarnings, type ReceiverStats, type WebhookLog } from './visibility.js'
+import { AnswerCounter, callHook, ownError, resolveLog, resultLine, seenBySender, startupWarnings, type ReceiverStats, type WebhookLog } from './visibility.js'
 
 export type { WebhookAnswerCode, WebhookOutcome, WebhookResponse } from './answers.js'
 export type { WebhookTransport } from './transport.js'
@@ -444,7 +444,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
    * verified delivery), so made-up names in URLs cannot open windows of their own.
    */
   function report(result: WebhookResult, tenantFound: boolean): void {
-    counter.count(result.outcome, result.status, result.code, sentToSender(result), now)
+    counter.count(result.outcome, result.status, result.code, seenBySender(result), now)
     if (lines) {
       const line = resultLine(result)
       if (line) {

@@ -67,15 +67,24 @@ const RECEIVER_FAULTS: ReadonlySet<string> = new Set(['secret_lookup_failed', 'b
 /**
  * Whether an answer counts in the failing streak: it was given to a delivery whose signature
  * verified (`invalid_json` is only found in a verified body), or it is the receiver's own fault.
+ *
+ * @example
+ * seenBySender({ status: 401, code: 'invalid_signature' }) // false: anyone can send that
+ * seenBySender({ status: 500, code: 'handler_failed', signatureVersion: 'v2' }) // true
  */
-export function sentToSender(result: { status: number; code?: string; signatureVersion?: string }): boolean {
+export function seenBySender(result: { status: number; code?: string; signatureVersion?: string }): boolean {
   return result.signatureVersion !== undefined || result.code === 'invalid_json' || (result.code !== undefined && RECEIVER_FAULTS.has(result.code))
 }
 
 /** Errors whose message svc-webhooks wrote and which quote no input. */
 const OWN_ERRORS = new WeakSet<object>()
 
-/** An error whose message is ours and can go into a log line as is. */
+/**
+ * An error whose message is ours and can go into a log line as is.
+ *
+ * @example
+ * result.error = ownError('svc-webhooks: the handler outlasted `leaseMs`; ...')
+ */
 export function ownError(message: string): Error {
   const error = new Error(message)
   OWN_ERRORS.add(error)
@@ -86,6 +95,10 @@ export function ownError(message: string): Error {
  * What a log line says of an error: the message when svc-webhooks wrote it, else only the name
  * and code. A handler's or a client's message can quote the body (`JSON.parse` quotes its
  * input), and the body never reaches the log; `onResult` gets the whole error.
+ *
+ * @example
+ * describeError(new SyntaxError('Unexpected token ... "secret text" is not valid JSON'))
+ * // 'SyntaxError; its message is left to onResult, as it may quote the delivery'
  */
 export function describeError(error: unknown): string {
   if (isWebhookVerificationError(error) || (typeof error === 'object' && error !== null && OWN_ERRORS.has(error))) return (error as Error).message
@@ -183,7 +196,7 @@ export class AnswerCounter {
   constructor(private readonly log: ((line: string) => void) | undefined) {}
 
   /**
-   * `streak`: whether the answer counts in the failing streak ({@link sentToSender}); an answer
+   * `streak`: whether the answer counts in the failing streak ({@link seenBySender}); an answer
    * that does not neither lengthens nor ends it. `now` is only read for a failing answer that
    * counts: a successful one costs no clock read.
    */
