@@ -128,7 +128,7 @@ describe('one line per refused or failed delivery', () => {
     for (let i = 0; i < 15; i++) await r.handle(await delivery({ text: 'boom' }))
     const streak = lines.filter((line) => line.includes('failing answers in a row'))
     expect(streak.map((line) => line.match(/(\d+) failing/)![1])).toEqual(['5', '10', '15'])
-    expect(streak[0]).toMatch(/disables the endpoint after 20 consecutive failures.*Not counted: refusals of unsigned or wrongly signed requests/)
+    expect(streak[0]).toMatch(/^svc-webhooks: 5 failing answers in a row \(last: 500 handler_failed\), counting signed deliveries.*disables the endpoint after 20 consecutive failures.*Not counted.*refusals of unsigned or wrongly signed requests/)
     expect(await r.stats()).toMatchObject({
       answers: { handler_failed: 15 },
       codes: { handler_failed: 15 },
@@ -257,6 +257,34 @@ describe('repeats collapsed per code and window', () => {
       expect.stringMatching(/^svc-webhooks: 401 invalid_signature \(delivery evt-tenant, endpoint shop-b\)/),
       expect.stringMatching(/^svc-webhooks: 404 unknown_endpoint \(delivery evt-tenant, endpoint made-up-0\)/),
     ])
+  })
+
+  it('bounded whatever the tenants: past 100 open windows, every other kind is counted in one', async () => {
+    let at = Date.now()
+    const lines: string[] = []
+    const tenantOf = (request: PathRequest) => request.path.split('/')[2]!
+    const r = createWebhookReceiver<PathRequest>({
+      // Every shop-N is a real tenant here: 300 of them, each sent forged deliveries.
+      secret: (request) => (tenantOf(request).startsWith('shop-') ? 'svc_whsec_Shop' : undefined),
+      endpoint: tenantOf,
+      on: { 'message.received': () => {} },
+      log: (line) => void lines.push(line),
+      now: () => at,
+    })
+    const forged = await delivery({ secret: 'svc_whsec_Forged', id: 'evt-many' })
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 300; i++) {
+        await r.receive({ method: 'POST', path: `/tenants/shop-${i}/webhooks`, headers: forged.headers, body: forged.body as Uint8Array }, pathRequestTransport)
+      }
+    }
+    expect(lines).toHaveLength(101)
+    expect(lines[99]).toMatch(/endpoint shop-99\)/)
+    expect(lines[100]).toMatch(/endpoint shop-100\)/)
+    at += 10_000
+    await r.receive({ method: 'POST', path: '/tenants/shop-0/webhooks', headers: forged.headers, body: forged.body as Uint8Array }, pathRequestTransport)
+    expect(lines).toHaveLength(101 + 101 + 1)
+    expect(lines).toContain('svc-webhooks: other lines: 399 more in the last 10 s, last delivery id evt-many. Each one is counted in stats() and passed to onResult.')
+    expect((await r.stats()).codes).toEqual({ invalid_signature: 601 })
   })
 })
 
