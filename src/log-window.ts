@@ -52,7 +52,7 @@ interface Window {
 type Timer = ReturnType<typeof setTimeout>
 
 /**
- * Wraps a log function so that each kind of line is written at most about twice per window: the
+ * Wraps a log function so that each kind of line is written at most twice per window: the
  * first at once, then one summary of the repeats when the window ends. The summary is written by
  * the next line of any kind after the window ends, or by a timer started for it (unref'd, so it
  * never keeps a process alive; started inside a call, never at module scope, as Workers require).
@@ -80,12 +80,16 @@ export function createLogWindow(log: (line: string) => void, { windowMs = LOG_WI
   /** Closes the windows that have ended by `at`, writing their summaries. */
   function close(at: number): void {
     nextEnd = Infinity
+    const ended: [string, Window][] = []
     for (const [kind, window] of windows) {
       const end = window.opened + windowMs
-      if (at >= end) {
-        windows.delete(kind)
-        summarize(kind, window)
-      } else if (end < nextEnd) nextEnd = end
+      if (at >= end) ended.push([kind, window])
+      else if (end < nextEnd) nextEnd = end
+    }
+    // Written once the windows are settled, so a `log` that throws leaves them consistent.
+    for (const [kind, window] of ended) {
+      windows.delete(kind)
+      summarize(kind, window)
     }
   }
 
@@ -107,7 +111,11 @@ export function createLogWindow(log: (line: string) => void, { windowMs = LOG_WI
   function fire(): void {
     timer = undefined
     const at = now()
-    close(at)
+    try {
+      close(at)
+    } catch {
+      // A `log` that throws here, outside any request, would end the process: the summary is lost instead.
+    }
     if ([...windows.values()].some((window) => window.repeats > 0)) arm(at)
   }
 

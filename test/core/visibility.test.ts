@@ -216,6 +216,18 @@ describe('repeats collapsed per code and window', () => {
     vi.advanceTimersByTime(10_000)
     expect(lines).toHaveLength(2)
     expect(lines[1]).toMatch(/^svc-webhooks: 401 invalid_signature: 2 more in the last 10 s, last delivery id evt-quiet\./)
+
+    // A `log` that throws on the summary, outside any request, cannot end the process.
+    const throwing = createWebhookReceiver({
+      secret: SECRET,
+      on: { 'message.received': () => {} },
+      now: () => Date.now(),
+      log: (line) => {
+        if (line.includes('more in the last')) throw new Error('log sink down')
+      },
+    })
+    for (let i = 0; i < 3; i++) await throwing.handle(forged)
+    expect(() => vi.advanceTimersByTime(10_000)).not.toThrow()
   })
 
   it('the timer keeps no process alive: a script that refuses and ends exits at once, its summary unwritten', async () => {
