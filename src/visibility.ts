@@ -91,6 +91,11 @@ export function ownError(message: string): Error {
   return error
 }
 
+/** An error made by {@link ownError}. */
+function isOwnError(error: unknown): error is Error {
+  return typeof error === 'object' && error !== null && OWN_ERRORS.has(error)
+}
+
 /**
  * What a log line says of an error: the message when svc-webhooks wrote it, else only the name
  * and code. A handler's or a client's message can quote the body (`JSON.parse` quotes its
@@ -101,7 +106,7 @@ export function ownError(message: string): Error {
  * // 'SyntaxError; its message is left to onResult, as it may quote the delivery'
  */
 export function describeError(error: unknown): string {
-  if (isWebhookVerificationError(error) || (typeof error === 'object' && error !== null && OWN_ERRORS.has(error))) return (error as Error).message
+  if (isWebhookVerificationError(error) || isOwnError(error)) return error.message
   if (!(error instanceof Error)) return `a thrown ${typeof error}; see onResult for it`
   const code = (error as { code?: unknown }).code
   const codeText = typeof code === 'string' || typeof code === 'number' ? ` ${printable(String(code), 40)}` : ''
@@ -183,7 +188,9 @@ export function resultLine(result: {
     const error = result.error === undefined ? '' : ` (${describeError(result.error)})`
     return `svc-webhooks: ${result.status} ${result.code}${where}: ${advice}${error}`
   }
-  return `svc-webhooks: 200 processed${where}, but: ${describeError(result.error)}`
+  // Ours (the handler outlasted its lease), or the store's: recording the completion failed.
+  const but = isOwnError(result.error) ? result.error.message : `the store did not record it, so a retry may run it again (${describeError(result.error)})`
+  return `svc-webhooks: 200 processed${where}, but: ${but}`
 }
 
 /** Counts answers by outcome and code, and the failing streak the sender saw; warns as the streak grows. */

@@ -11,7 +11,7 @@ import { createInterface } from 'node:readline'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { createWebhookReceiver, MemoryInbox, type WebhookReceiverOptions, type WebhookResult } from 'svc-webhooks'
+import { createWebhookReceiver, MemoryInbox, MemoryStore, type WebhookReceiverOptions, type WebhookResult } from 'svc-webhooks'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
 import { pathRequestTransport, type PathRequest } from '../support/transports.js'
 
@@ -115,6 +115,31 @@ describe('one line per refused or failed delivery', () => {
     expect(lines[0]).not.toContain('BodyMarker')
     // onResult still gets the whole error.
     expect(String((results[0]!.error as Error).message)).toContain('BodyMarker')
+  })
+
+  it('a completion the store did not record: the line says what follows, with the error\'s name and code, never a message that could quote input', async () => {
+    const storeWhose = (complete: () => Promise<boolean>) => {
+      const memory = new MemoryStore()
+      return {
+        claim: (key: string, owner: string, leaseMs: number) => memory.claim(key, owner, leaseMs),
+        release: (key: string, owner: string) => memory.release(key, owner),
+        complete,
+      }
+    }
+    const unrecorded = receiver({
+      store: storeWhose(async () => {
+        throw Object.assign(new Error('ERR wrong type for {"text":"BodyMarkerNeverLogged"}'), { code: 'WRONGTYPE' })
+      }),
+    })
+    expect((await unrecorded.r.handle(await delivery({ id: 'evt-unrecorded' }))).status).toBe(200)
+    expect(unrecorded.lines).toEqual([
+      'svc-webhooks: 200 processed (delivery evt-unrecorded), but: the store did not record it, so a retry may run it again ' +
+        '(Error WRONGTYPE; its message is left to onResult, as it may quote the delivery)',
+    ])
+    // The lease ran out while the handler ran: our own message, as is.
+    const outlasted = receiver({ store: storeWhose(async () => false) })
+    expect((await outlasted.r.handle(await delivery({ id: 'evt-outlasted' }))).status).toBe(200)
+    expect(outlasted.lines).toEqual([expect.stringMatching(/^svc-webhooks: 200 processed \(delivery evt-outlasted\), but: svc-webhooks: the handler outlasted `leaseMs`/)])
   })
 
   it('warns at 5, 10 and 15 failing answers in a row to verified deliveries; a success resets the streak; stats() counts by outcome and code', async () => {
