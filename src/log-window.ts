@@ -71,10 +71,12 @@ export function createLogWindow(log: (line: string) => void, { windowMs = LOG_WI
   let nextEnd = Infinity
   let timer: Timer | undefined
 
-  function summarize(kind: string, window: Window): void {
+  /** The summary of `window`, written at `at`: when that is a window or more after it ended (no timer ran), it says when the window was. */
+  function summarize(kind: string, window: Window, at: number): void {
     if (window.repeats === 0) return
+    const when = at - window.opened < 2 * windowMs ? `the last ${span}` : `the ${span} from ${new Date(window.opened).toISOString()}`
     const last = window.lastId === undefined ? '' : `, last delivery id ${window.lastId}`
-    log(`svc-webhooks: ${kind}: ${thousands(window.repeats)} more in the last ${span}${last}${hint ? `. ${hint}` : ''}`)
+    log(`svc-webhooks: ${kind}: ${thousands(window.repeats)} more in ${when}${last}${hint ? `. ${hint}` : ''}`)
   }
 
   /** Closes the windows that have ended by `at`, writing their summaries. */
@@ -89,7 +91,7 @@ export function createLogWindow(log: (line: string) => void, { windowMs = LOG_WI
     // Written once the windows are settled, so a `log` that throws leaves them consistent.
     for (const [kind, window] of ended) {
       windows.delete(kind)
-      summarize(kind, window)
+      summarize(kind, window, at)
     }
   }
 
@@ -141,7 +143,8 @@ export function createLogWindow(log: (line: string) => void, { windowMs = LOG_WI
     flush() {
       if (timer !== undefined) clearTimeout(timer)
       timer = undefined
-      for (const [kind, window] of windows) summarize(kind, window)
+      const at = now()
+      for (const [kind, window] of windows) summarize(kind, window, at)
       windows.clear()
       nextEnd = Infinity
     },

@@ -206,9 +206,10 @@ describe('repeats collapsed per code and window', () => {
   /** A receiver on a clock the test moves. */
   function clocked(options: Partial<WebhookReceiverOptions> = {}) {
     // Stands still unless moved: the deliveries' timestamps (wall clock) stay well inside the tolerance.
-    let at = Date.now()
+    const start = Date.now()
+    let at = start
     const r = receiver({ now: () => at, ...options })
-    return { ...r, advance: (ms: number) => void (at += ms) }
+    return { ...r, start, advance: (ms: number) => void (at += ms) }
   }
 
   it('the first refusal of a code at once, its repeats in one summary when the window ends, another code at once meanwhile', async () => {
@@ -230,6 +231,16 @@ describe('repeats collapsed per code and window', () => {
       'svc-webhooks: 401 invalid_signature: 500 more in the last 10 s, last delivery id evt-forged. Each one is counted in stats() and passed to onResult.',
       expect.stringMatching(/^svc-webhooks: 401 invalid_signature \(delivery evt-forged\)/),
     ])
+  })
+
+  it('a summary written long after its window (no timer ran, as on an edge runtime between requests) says when the window was', async () => {
+    const { r, lines, advance, start } = clocked()
+    const forged = await delivery({ secret: 'svc_whsec_Forged', id: 'evt-late' })
+    for (let i = 0; i < 4; i++) await r.handle(forged)
+    advance(3_600_000)
+    await r.handle(forged)
+    expect(lines).toHaveLength(3)
+    expect(lines[1]).toMatch(`svc-webhooks: 401 invalid_signature: 3 more in the 10 s from ${new Date(start).toISOString()}, last delivery id evt-late.`)
   })
 
   it('the summary comes out when traffic stops, by a timer', async () => {
