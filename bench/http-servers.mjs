@@ -6,6 +6,7 @@
  * - `floor`: `bare` plus what any verifying receiver must do: the v2 HMAC over the raw bytes, a
  *   constant-time compare and JSON.parse, the HMAC in the cheapest way known (bench/floor.mjs).
  * - `webhooks`: the package's entry for that server, with a MemoryStore and an empty handler.
+ * - `forged`: the same entry (its default log on stderr), for the forged deliveries bench/http.mjs sends it.
  * Servers: express, hono (@hono/node-server), fastify, node (node:http), and fetch (Bun.serve or
  * Deno.serve, when this file runs under Bun or Deno).
  */
@@ -20,6 +21,8 @@ const [server, mode] = args
 const checkHmac = hmacFloor(SECRET)
 const on = { 'message.received': () => {} }
 const OK = '{"ok":true}'
+// The package's entry, whether it is sent genuine deliveries or forged ones.
+const receiving = mode === 'webhooks' || mode === 'forged'
 
 /** The floor's work on a body and its headers (a `get(name)` function): throws when it fails. */
 function floor(body, get) {
@@ -81,7 +84,7 @@ async function start() {
   if (server === 'fastify') {
     const { default: Fastify } = await import('fastify')
     const app = Fastify()
-    if (mode === 'webhooks') {
+    if (receiving) {
       const { webhooksPlugin } = await import('svc-webhooks/fastify')
       await app.register(webhooksPlugin, { path: PATH, secret: SECRET, on })
     } else {
@@ -96,7 +99,7 @@ async function start() {
     return app.server.address().port
   }
   if (server === 'node') {
-    if (mode === 'webhooks') {
+    if (receiving) {
       const { createNodeHandler } = await import('svc-webhooks/node')
       return listenNode(createNodeHandler({ secret: SECRET, on }))
     }
@@ -108,7 +111,7 @@ async function start() {
   }
   if (server === 'fetch') {
     let fetch
-    if (mode === 'webhooks') {
+    if (receiving) {
       const { createFetchHandler } = await import('svc-webhooks/fetch')
       fetch = createFetchHandler({ secret: SECRET, on })
     } else {

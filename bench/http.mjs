@@ -6,10 +6,14 @@
  * - bare: reads the body and answers;
  * - floor: bare plus what any verifying receiver must do (v2 HMAC, constant-time compare,
  *   JSON.parse), the HMAC the cheapest way known (bench/floor.mjs): the physical floor;
- * - webhooks: the package's entry for that server (verify, MemoryStore claim/complete, handler, answer).
+ * - webhooks: the package's entry for that server (verify, MemoryStore claim/complete, handler, answer);
+ * - forged: the same entry, default log on, sent forged deliveries (well-formed and fresh, signed
+ *   with a secret it does not hold): every one refused 401, as a flood from anyone on the
+ *   internet would be.
  * Every request is a distinct delivery, signed as it is sent (fresh id and timestamp), so the
  * webhooks route claims, runs and completes every one, and no pool can run out however fast the
- * machine is. Target: the receiver at >= 90 % of its floor route's requests/s. Writes
+ * machine is. Targets: the receiver at >= 90 % of its floor route's requests/s, and refusing
+ * forged deliveries at >= 95 % of the receiver's (refusing costs no more than accepting). Writes
  * docs/benchmarks-http.json.
  *
  * Options: --duration 5 (seconds measured per case), --warmup 2, --rounds 2, --connections 16,
@@ -45,7 +49,7 @@ const SERVERS = [
   { name: 'bun', runtime: 'bun', server: 'fetch', label: 'Bun.serve, svc-webhooks/fetch' },
   { name: 'deno', runtime: 'deno', server: 'fetch', label: 'Deno.serve, svc-webhooks/fetch' },
 ]
-const MODES = ['bare', 'floor', 'webhooks']
+const MODES = ['bare', 'floor', 'webhooks', 'forged']
 
 const PIN = pinning()
 if (PIN === 'parent') process.exit(await rerunPinned())
@@ -134,25 +138,36 @@ async function main() {
   // Each request is signed as autocannon sends it: a fresh id and the current second.
   const { createHmac, createSecretKey } = await import('node:crypto')
   const key = createSecretKey(Buffer.from(SECRET, 'utf8'))
+  // Forged deliveries cost the server the same HMAC: signed, with a key it does not hold.
+  const forgedKey = createSecretKey(Buffer.from('svc_whsec_NotTheServersSecretForgedDeliveries', 'utf8'))
   const first = await signWebhook({ secret: SECRET, event: sampleEvent('message.received'), id: 'warm' })
   const base = { ...first.headers }
   delete base['svc-webhook-signature'] // v2 only, as the service's current deliveries verify
   let sequence = 0
-  function sign() {
+  function sign(signingKey = key) {
     const timestamp = String(Math.floor(Date.now() / 1000))
     const id = `evt_${process.pid}_${sequence++}`
-    const v2 = createHmac('sha256', key).update(`${id}.${timestamp}.`).update(first.rawBody).digest('hex')
+    const v2 = createHmac('sha256', signingKey).update(`${id}.${timestamp}.`).update(first.rawBody).digest('hex')
     return { ...base, 'svc-webhook-id': id, 'svc-webhook-timestamp': timestamp, 'svc-webhook-signature-v2': `v2=${v2}` }
   }
 
-  async function load(port, seconds) {
+  async function load(port, seconds, mode) {
+    const signingKey = mode === 'forged' ? forgedKey : key
     const result = await autocannon({
       url: `http://127.0.0.1:${port}`,
       connections,
       duration: seconds,
-      requests: [{ method: 'POST', path: PATH, setupRequest: (request) => ({ ...request, headers: sign(), body: first.body }) }],
+      requests: [{ method: 'POST', path: PATH, setupRequest: (request) => ({ ...request, headers: sign(signingKey), body: first.body }) }],
     })
-    return { rps: result.requests.average, requests: result.requests.total, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors + result.timeouts }
+    return {
+      rps: result.requests.average,
+      requests: result.requests.total,
+      p50: result.latency.p50,
+      p99: result.latency.p99,
+      non2xx: result.non2xx,
+      ok2xx: result['2xx'],
+      errors: result.errors + result.timeouts,
+    }
   }
 
   const results = servers.flatMap((s) => MODES.map((mode) => ({ ...s, mode, rounds: [] })))
@@ -166,13 +181,14 @@ async function main() {
     for (const result of order) {
       const { port, stop, pid } = await startServer(result.runtime, result.server, result.mode)
       try {
-        await load(port, warmup)
+        await load(port, warmup, result.mode)
         const cpuBefore = cpuMicros(pid)
-        const measured = await load(port, duration)
+        const measured = await load(port, duration, result.mode)
         const cpuAfter = cpuMicros(pid)
         measured.cpuUsPerRequest = cpuBefore === undefined || cpuAfter === undefined ? undefined : (cpuAfter - cpuBefore) / measured.requests
-        if (measured.non2xx > 0 || measured.errors > 0) {
-          throw new Error(`bench:http: ${result.label} ${result.mode}: ${measured.non2xx} non-2xx answers, ${measured.errors} errors`)
+        // Forged deliveries must all be refused; every other route must answer them all 2xx.
+        if (result.mode === 'forged' ? measured.ok2xx > 0 || measured.errors > 0 : measured.non2xx > 0 || measured.errors > 0) {
+          throw new Error(`bench:http: ${result.label} ${result.mode}: ${measured.ok2xx} 2xx and ${measured.non2xx} non-2xx answers, ${measured.errors} errors`)
         }
         result.rounds.push(measured)
         console.error(`  round ${round + 1}: ${`${result.label}, ${result.mode}`.padEnd(48)} ${Math.round(measured.rps)} req/s, p99 ${measured.p99} ms${measured.cpuUsPerRequest === undefined ? '' : `, server CPU ${measured.cpuUsPerRequest.toFixed(1)} µs/req`}`)
@@ -186,21 +202,23 @@ async function main() {
   const cpuOf = (r) => (r.rounds.every((x) => x.cpuUsPerRequest !== undefined) ? median(r.rounds.map((x) => x.cpuUsPerRequest)) : undefined)
   const rows = results.map((r) => ({ ...r, rps: median(r.rounds.map((x) => x.rps)), p99: median(r.rounds.map((x) => x.p99)), cpuUsPerRequest: cpuOf(r) }))
   const lines = [
-    '| server | bare req/s | floor req/s | receiver req/s | receiver vs floor | receiver p99 | server CPU µs/req: floor, receiver (ratio) |',
-    '|---|---:|---:|---:|---:|---:|---:|',
+    '| server | bare req/s | floor req/s | receiver req/s | receiver vs floor | receiver p99 | server CPU µs/req: floor, receiver (ratio) | refusing forged req/s | refusing vs receiver | refusing CPU µs/req |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ]
   const misses = []
   const fmt = (n) => Math.round(n).toLocaleString('en-US')
   for (const s of servers) {
-    const [bare, floorRow, receiver] = MODES.map((mode) => rows.find((r) => r.name === s.name && r.mode === mode))
+    const [bare, floorRow, receiver, forged] = MODES.map((mode) => rows.find((r) => r.name === s.name && r.mode === mode))
     // The ratio of each round (receiver and floor measured minutes apart at most), then the median.
     const share = median(receiver.rounds.map((x, i) => x.rps / floorRow.rounds[i].rps))
     if (share < 0.9) misses.push(`${s.label}: ${(share * 100).toFixed(1)} % of the floor route (target >= 90 %)`)
+    const refusing = median(forged.rounds.map((x, i) => x.rps / receiver.rounds[i].rps))
+    if (refusing < 0.95) misses.push(`${s.label}: refusing forged deliveries at ${(refusing * 100).toFixed(1)} % of the receiver's rate (target >= 95 %)`)
     const cpu =
       floorRow.cpuUsPerRequest === undefined || receiver.cpuUsPerRequest === undefined
         ? 'n/a'
         : `${floorRow.cpuUsPerRequest.toFixed(1)}, ${receiver.cpuUsPerRequest.toFixed(1)} (${(receiver.cpuUsPerRequest / floorRow.cpuUsPerRequest).toFixed(2)}×)`
-    lines.push(`| ${s.label} | ${fmt(bare.rps)} | ${fmt(floorRow.rps)} | ${fmt(receiver.rps)} | ${(share * 100).toFixed(1)} % | ${receiver.p99} ms | ${cpu} |`)
+    lines.push(`| ${s.label} | ${fmt(bare.rps)} | ${fmt(floorRow.rps)} | ${fmt(receiver.rps)} | ${(share * 100).toFixed(1)} % | ${receiver.p99} ms | ${cpu} | ${fmt(forged.rps)} | ${(refusing * 100).toFixed(1)} % | ${forged.cpuUsPerRequest === undefined ? 'n/a' : forged.cpuUsPerRequest.toFixed(1)} |`)
   }
   const table = lines.join('\n')
   const machine = { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, node: process.versions.node, pinned: PIN === 'server' ? 'load generator on core 0, server on core 1' : 'not pinned' }

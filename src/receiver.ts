@@ -16,7 +16,8 @@ import { MemoryStore } from './stores/memory.js'
 import { quietly, type ClaimResult, type IdempotencyStore } from './stores/store.js'
 import { matchSignature, type VerifiedDelivery } from './verify.js'
 import type { WebhookInbox, WebhookInboxProducer } from './inbox/inbox.js'
-import { AnswerCounter, callHook, resolveLog, resultLine, startupWarnings, type ReceiverStats, type WebhookLog } from './visibility.js'
+import { createLogWindow, printable } from './log-window.js'
+import { AnswerCounter, callHook, ownError, resolveLog, resultLine, seenBySender, startupWarnings, type ReceiverStats, type WebhookLog } from './visibility.js'
 
 export type { WebhookAnswerCode, WebhookOutcome, WebhookResponse } from './answers.js'
 export type { WebhookTransport } from './transport.js'
@@ -100,9 +101,11 @@ export interface WebhookReceiverOptions<R = any> extends VerifyOptions<R> {
    */
   retryAfterSeconds?: number
   /**
-   * Where the receiver's lines go: one per refused or failed delivery (its code, the delivery id
-   * when known, the fix; never the body or a secret), the startup warnings, and a warning as
-   * failing answers pile up towards the sender's 20. A function taking one line, or `false`.
+   * Where the receiver's lines go: a refused or failed delivery's line (its code, the delivery id
+   * when known, the fix; never the body or a secret), the first of each code at once and its
+   * repeats within 10 s summarised in one line; the startup warnings; and a warning as failing
+   * answers to the sender pile up towards its 20. A function taking one line, or `false`.
+   * `onResult` sees every request.
    * @default console.warn
    */
   log?: WebhookLog
@@ -264,6 +267,8 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
   const answers: RenderedAnswers = renderAnswers(retryAfterSeconds)
   const fixedNamespace = typeof endpoint === 'string' ? endpointNamespace(endpoint) : undefined
   const { maxBodyBytes, bodyTimeoutMs, now } = opts
+  // Anyone can make the receiver refuse: repeats of a line are counted, not written (log-window.ts).
+  const lines = log ? createLogWindow(log, { now, hint: 'Each one is counted in stats() and passed to onResult.' }) : undefined
 
   /** Settles `result` with a row of the table and returns that row's answer. */
   function end(result: WebhookResult, name: AnswerName, error?: unknown): WebhookResponse {
@@ -284,6 +289,8 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     const started = onResult ? now() : 0
     const result: WebhookResult = { outcome: 'processed', status: 0, durationMs: 0 }
     let answer: WebhookResponse
+    // The `secret` lookup found this request's endpoint: its name is a real tenant's, not one made up in a URL.
+    let tenantFound = false
     try {
       flow: {
         const method = transport.method(request)
@@ -296,7 +303,11 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
         let delivery: VerifiedDelivery
         try {
           signed = checkBeforeBody(request, transport, opts)
-          secrets = opts.secrets ?? (await lookupSecrets(opts, request))
+          if (opts.secrets) secrets = opts.secrets
+          else {
+            secrets = await lookupSecrets(opts, request)
+            tenantFound = true
+          }
           const read = transport.body(request, maxBodyBytes, bodyTimeoutMs)
           // node:crypto answers at once, and a body already held needs no waiting: no promise then.
           const matched = matchSignature(signed, read instanceof Uint8Array ? read : await read, secrets, true)
@@ -385,7 +396,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
             const owned = typeof completed === 'boolean' ? completed : await completed
             if (owned === false) {
               // The lease ran out while the handler ran, so another request may have run it too.
-              result.error = new Error(
+              result.error = ownError(
                 'svc-webhooks: the handler outlasted `leaseMs`; another request may also have run it. Raise `leaseMs` or make the handler idempotent.',
               )
             }
@@ -401,7 +412,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     transport.discard?.(request, bodyTimeoutMs)
     result.status = answer.status
     if (onResult) result.durationMs = now() - started
-    report(result)
+    report(result, tenantFound)
     return answer
   }
 
@@ -427,14 +438,24 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     for (let i = 0; i < count; i++) await quietly(() => store.release(keys[i]!, owner))
   }
 
-  function report(result: WebhookResult): void {
-    counter.count(result.outcome, result.status, result.code, now)
-    if (log) {
+  /**
+   * Counts the answer, writes its line through the window, and calls `onResult`. Lines are
+   * collapsed by code, and by endpoint too once the name is a real one (`tenantFound`, or a
+   * verified delivery), so made-up names in URLs cannot open windows of their own.
+   */
+  function report(result: WebhookResult, tenantFound: boolean): void {
+    counter.count(result.outcome, result.status, result.code, seenBySender(result), now)
+    if (lines) {
       const line = resultLine(result)
-      if (line) log(line)
-      else if (result.outcome === 'ignored' && result.eventType && !ignoredTypes.has(result.eventType) && ignoredTypes.size < 100) {
+      if (line) {
+        const named = typeof endpoint === 'function' && result.endpoint !== undefined && (tenantFound || result.signatureVersion !== undefined)
+        lines.write(`${result.status} ${result.code ?? result.outcome}${named ? `, endpoint ${printable(result.endpoint!)}` : ''}`, line, result.id)
+      } else if (result.outcome === 'ignored' && result.eventType && !ignoredTypes.has(result.eventType) && ignoredTypes.size < 100) {
         ignoredTypes.add(result.eventType)
-        log(`svc-webhooks: 200 ignored (delivery ${result.id}): no handler for "${result.eventType}" in \`on\`; deliveries of this type are acknowledged unprocessed. (Logged once per type.)`)
+        log!(
+          `svc-webhooks: 200 ignored (delivery ${result.id}): no handler for "${printable(result.eventType)}" in \`on\`; ` +
+            'deliveries of this type are acknowledged unprocessed. (Logged once per type.)',
+        )
       }
     }
     callHook(onResult, result)
@@ -460,7 +481,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
         const result: WebhookResult = { outcome: 'refused', status: 0, durationMs: 0 }
         const response = end(result, answerNameOf(error), error)
         result.status = response.status
-        report(result)
+        report(result, false)
         return Promise.resolve(response)
       }
       const held = { method, headers: request.headers ?? {}, body: request.body, bytes }

@@ -1,15 +1,17 @@
 /**
  * Visible by default (DESIGN.md): with no options beyond `secret` and `on`, a refused or failed
- * delivery leaves one line in the log (its code, the delivery id when known, the fix; never the
- * body or the secret), startup warns about an `on` key that is no known event type and a secret
- * without its prefix, and the receiver counts its consecutive failing answers, warning well
- * before the sender disables the endpoint at 20 (spec/service-api.md §6.3). `stats()` reads the
- * same counters.
+ * delivery leaves a line in the log (its code, the delivery id when known, the fix; never the
+ * body, the secret or an error message that could quote either), repeats of a code collapsed
+ * into a summary per window (log-window.ts) so forged traffic cannot drive the log; startup warns
+ * about an `on` key that is no known event type and a secret without its prefix; and the receiver
+ * counts its consecutive failing answers to the sender, warning well before the sender disables
+ * the endpoint at 20 (spec/service-api.md §6.3). `stats()` reads the same counters, exact.
  */
-import type { WebhookOutcome } from './answers.js'
+import type { WebhookAnswerCode, WebhookOutcome } from './answers.js'
 import { isWebhookVerificationError } from './errors.js'
 import { KNOWN_EVENT_TYPES } from './events.js'
 import type { InboxStats } from './inbox/inbox.js'
+import { printable } from './log-window.js'
 import { SECRET_PREFIX } from './options.js'
 
 /**
@@ -35,9 +37,17 @@ export type WebhookLog = false | ((line: string) => void)
 export interface ReceiverStats {
   /** Answers given since start, by outcome. */
   answers: Partial<Record<WebhookOutcome, number>>
-  /** Failing answers (any non-2xx) in a row: the sender disables the endpoint at 20. */
+  /** Answers given since start, by code (every answer but `processed`): exact, however the log collapses them. */
+  codes: Partial<Record<WebhookAnswerCode, number>>
+  /**
+   * Failing answers in a row that the sender saw too, as far as this process can tell: answers to
+   * deliveries whose signature verified, and the receiver's own faults before verification (a
+   * failed secret lookup, a body parsed before the route, an unexpected error). Refusals of
+   * requests that did not verify are left out, as anyone can send those. The sender disables the
+   * endpoint at 20.
+   */
   consecutiveFailures: number
-  /** The last failing answer, if any. */
+  /** The last failing answer counted in `consecutiveFailures`, if any. */
   lastFailure?: { status: number; code: string; at: number }
   /** The inbox's depth, oldest age, retrying and dead, when there is an inbox. */
   inbox?: InboxStats
@@ -47,6 +57,61 @@ export interface ReceiverStats {
 export const SENDER_DISABLES_AFTER = 20
 /** The streak lengths that are warned about: well before the sender's 20. */
 const STREAK_WARNINGS = new Set([5, 10, 15])
+/**
+ * Failures before verification that say something about this receiver, not about the request:
+ * the sender's deliveries get them too. (A body that stops arriving, `body_timeout`, is about
+ * the client that sent it.)
+ */
+const RECEIVER_FAULTS: ReadonlySet<string> = new Set(['secret_lookup_failed', 'body_already_parsed', 'internal_error'])
+
+/**
+ * Whether an answer counts in the failing streak: it was given to a delivery whose signature
+ * verified (`invalid_json` is only found in a verified body), or it is the receiver's own fault.
+ *
+ * @example
+ * seenBySender({ status: 401, code: 'invalid_signature' }) // false: anyone can send that
+ * seenBySender({ status: 500, code: 'handler_failed', signatureVersion: 'v2' }) // true
+ */
+export function seenBySender(result: { status: number; code?: string; signatureVersion?: string }): boolean {
+  return result.signatureVersion !== undefined || result.code === 'invalid_json' || (result.code !== undefined && RECEIVER_FAULTS.has(result.code))
+}
+
+/** Errors whose message svc-webhooks wrote and which quote no input. */
+const OWN_ERRORS = new WeakSet<object>()
+
+/**
+ * An error whose message is ours and can go into a log line as is.
+ *
+ * @example
+ * result.error = ownError('svc-webhooks: the handler outlasted `leaseMs`; ...')
+ */
+export function ownError(message: string): Error {
+  const error = new Error(message)
+  OWN_ERRORS.add(error)
+  return error
+}
+
+/** An error made by {@link ownError}. */
+function isOwnError(error: unknown): error is Error {
+  return typeof error === 'object' && error !== null && OWN_ERRORS.has(error)
+}
+
+/**
+ * What a log line says of an error: the message when svc-webhooks wrote it, else only the name
+ * and code. A handler's or a client's message can quote the body (`JSON.parse` quotes its
+ * input), and the body never reaches the log; `onResult` gets the whole error.
+ *
+ * @example
+ * describeError(new SyntaxError('Unexpected token ... "secret text" is not valid JSON'))
+ * // 'SyntaxError; its message is left to onResult, as it may quote the delivery'
+ */
+export function describeError(error: unknown): string {
+  if (isWebhookVerificationError(error) || isOwnError(error)) return error.message
+  if (!(error instanceof Error)) return `a thrown ${typeof error}; see onResult for it`
+  const code = (error as { code?: unknown }).code
+  const codeText = typeof code === 'string' || typeof code === 'number' ? ` ${printable(String(code), 40)}` : ''
+  return `${printable(error.name, 40)}${codeText}; its message is left to onResult, as it may quote the delivery`
+}
 
 const defaultLog = (line: string) => console.warn(line)
 
@@ -100,7 +165,7 @@ const ADVICE: Partial<Record<WebhookOutcome, string>> = {
   inbox_unavailable: 'the inbox did not take the delivery; answered 503 with Retry-After. Is Redis/Postgres reachable?',
 }
 
-/** The line logged for a result, or undefined when it is not worth one. Never the body or a secret. */
+/** The line logged for a result, or undefined when it is not worth one. Never the body, a secret, or an error message that could quote them. */
 export function resultLine(result: {
   outcome: WebhookOutcome
   status: number
@@ -109,34 +174,43 @@ export function resultLine(result: {
   endpoint?: string
   error?: unknown
 }): string | undefined {
-  if (result.outcome !== 'refused' && !ADVICE[result.outcome] && !(result.outcome === 'processed' && result.error instanceof Error)) return undefined
-  const where = `${result.id ? ` (delivery ${result.id}${result.endpoint && result.endpoint !== 'default' ? `, endpoint ${result.endpoint}` : ''})` : ''}`
+  if (result.outcome !== 'refused' && !ADVICE[result.outcome] && !(result.outcome === 'processed' && result.error !== undefined)) return undefined
+  // The endpoint of a refused request can be a name taken from its URL: escaped and capped.
+  const endpoint = result.endpoint && result.endpoint !== 'default' ? `endpoint ${printable(result.endpoint)}` : undefined
+  const about = [result.id === undefined ? undefined : `delivery ${result.id}`, endpoint].filter(Boolean).join(', ')
+  const where = about ? ` (${about})` : ''
   if (result.outcome === 'refused') {
-    const why = isWebhookVerificationError(result.error) ? result.error.message : 'an unexpected error; see onResult for it.'
+    const why = isWebhookVerificationError(result.error) ? result.error.message : `an unexpected error (${describeError(result.error)}).`
     return `svc-webhooks: ${result.status} ${result.code}${where}: ${why}`
   }
   const advice = ADVICE[result.outcome]
   if (advice) {
-    const error = result.error instanceof Error ? ` (${result.error.name}: ${result.error.message.slice(0, 200)})` : ''
+    const error = result.error === undefined ? '' : ` (${describeError(result.error)})`
     return `svc-webhooks: ${result.status} ${result.code}${where}: ${advice}${error}`
   }
-  if (result.outcome === 'processed' && result.error instanceof Error) {
-    return `svc-webhooks: 200 processed${where}, but: ${result.error.message.slice(0, 300)}`
-  }
-  return undefined
+  // Ours (the handler outlasted its lease), or the store's: recording the completion failed.
+  const but = isOwnError(result.error) ? result.error.message : `the store did not record it, so a retry may run it again (${describeError(result.error)})`
+  return `svc-webhooks: 200 processed${where}, but: ${but}`
 }
 
-/** Counts answers and the failing streak; warns as the streak grows. */
+/** Counts answers by outcome and code, and the failing streak the sender saw; warns as the streak grows. */
 export class AnswerCounter {
   private readonly answers: Partial<Record<WebhookOutcome, number>> = {}
+  private readonly codes: Partial<Record<WebhookAnswerCode, number>> = {}
   private streak = 0
   private last: ReceiverStats['lastFailure']
 
   constructor(private readonly log: ((line: string) => void) | undefined) {}
 
-  /** `now` is only read for a failing answer: a successful one costs no clock read. */
-  count(outcome: WebhookOutcome, status: number, code: string | undefined, now: () => number): void {
+  /**
+   * `streak`: whether the answer counts in the failing streak ({@link seenBySender}); an answer
+   * that does not neither lengthens nor ends it. `now` is only read for a failing answer that
+   * counts: a successful one costs no clock read.
+   */
+  count(outcome: WebhookOutcome, status: number, code: WebhookAnswerCode | undefined, streak: boolean, now: () => number): void {
     this.answers[outcome] = (this.answers[outcome] ?? 0) + 1
+    if (code !== undefined) this.codes[code] = (this.codes[code] ?? 0) + 1
+    if (!streak) return
     if (status < 300) {
       this.streak = 0
       return
@@ -145,13 +219,20 @@ export class AnswerCounter {
     this.last = { status, code: code ?? String(status), at: now() }
     if (this.log && STREAK_WARNINGS.has(this.streak)) {
       this.log(
-        `svc-webhooks: ${this.streak} failing answers in a row (last: ${status} ${this.last.code}). The sender disables the endpoint ` +
-          `after ${SENDER_DISABLES_AFTER} consecutive failures; fix the cause above, or use \`inbox\` so handler failures answer 202.`,
+        `svc-webhooks: ${this.streak} failing answers in a row (last: ${status} ${this.last.code}), counting signed deliveries and this receiver's own faults. ` +
+          `The sender disables the endpoint after ${SENDER_DISABLES_AFTER} consecutive failures; fix the cause above, or use \`inbox\` so handler failures answer 202. ` +
+          'Not counted: refusals of unsigned or wrongly signed requests (anyone can send those, so they may not be the sender\'s; ' +
+          'a wrong secret shows in their lines), nor failures only the sender sees (timeouts, other processes).',
       )
     }
   }
 
   snapshot(): ReceiverStats {
-    return { answers: { ...this.answers }, consecutiveFailures: this.streak, ...(this.last ? { lastFailure: { ...this.last } } : {}) }
+    return {
+      answers: { ...this.answers },
+      codes: { ...this.codes },
+      consecutiveFailures: this.streak,
+      ...(this.last ? { lastFailure: { ...this.last } } : {}),
+    }
   }
 }

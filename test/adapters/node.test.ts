@@ -37,7 +37,7 @@ describe('svc-webhooks/node', () => {
   it('has the (req, res) => Promise<void> signature http.createServer takes, and stats() for a health endpoint', async () => {
     expectTypeOf(createNodeHandler).returns.toMatchTypeOf<(req: IncomingMessage, res: ServerResponse) => Promise<void>>()
     const handle = createNodeHandler({ secret: CASE_SECRET, on: {}, log: false })
-    expect(await handle.stats()).toEqual({ answers: {}, consecutiveFailures: 0 })
+    expect(await handle.stats()).toEqual({ answers: {}, codes: {}, consecutiveFailures: 0 })
   })
 
   it('oversize body streamed without Content-Length -> 413 body_too_large, server keeps serving', async () => {
