@@ -11,11 +11,11 @@ import { randomUUID } from 'node:crypto'
 import { ANSWERS, type AnswerName } from '../answers.js'
 import { sampleEvent, serializeEvent, signWebhook, type SignedWebhook, type SignWebhookOptions } from '../testing.js'
 import { defineCommand, EXIT, httpUrl, integer, UsageError, type Io } from './command.js'
-import { answerCode, FIXES, RAW_BYTES, type RefusalCode } from './fixes.js'
+import { answerCode, answeredIgnored, FIXES, noHandler, OTHER_SECRET, RAW_BYTES, type RefusalCode } from './fixes.js'
 import { noAnswer, post, readingOf, SENDER_TIMEOUT_MS, type Answer, type Reading } from './http.js'
 import { OTHER_SECRET_FLAGS, otherSigningSecret, SECRET_FLAGS, signingSecret } from './secret.js'
 
-type Row = { check: string; expected: string; got: string; ok: boolean; fix?: string }
+type Row = { check: string; expected: string; got: string; ok: boolean; fix?: string; notRun?: true }
 
 /** The sender's readings a passing answer may have, and how the table shows them. */
 type Expected = { readings: ReadonlySet<Reading>; text: string }
@@ -128,7 +128,10 @@ type RunsOf = (id: string) => number | undefined
  * A check sends its deliveries and returns the judge of its rows, called once every delivery was
  * answered, so a receiver that answers first and works later has caught up when runs are counted.
  */
-type Check = (doctor: Doctor, valid: { signed: SignedWebhook; answer: Answer }) => Promise<(runsOf: RunsOf) => Row[]>
+type Check = (doctor: Doctor, valid: { signed: SignedWebhook; answer: Answer }) => Promise<Judge>
+
+/** Turns a check's answers into its rows, given the run counts. */
+type Judge = (runsOf: RunsOf) => Row[]
 
 // Non-ASCII written as \u escapes, as a sender may write it: JSON.parse + JSON.stringify turns
 // them into UTF-8, so a receiver that verifies a re-serialized body fails on this one.
@@ -195,15 +198,21 @@ ${CHECK_LIST.map(([what, { text }, note]) => `  ${what.length > 34 ? `${what}\n$
     io.out(`svc-webhooks doctor ${url.href}\n${runsUrl ? `runs from ${runsUrl.href}` : 'no --runs-url: run counts are not checked'}${otherLine}\n\n`)
     const signed = await doctor.sign()
     const valid = { signed, answer: await doctor.deliver(signed) }
-    const validRow = acceptedRow('valid delivery', valid.answer, ACCEPTED, 'a correctly signed delivery was not accepted')
+    const validRow = validDeliveryRow(valid.answer)
     if (valid.answer.error !== undefined) return finish(io, [validRow], `stopped: ${url.href} did not answer (${valid.answer.error.code}).`)
     // A body parsed before the middleware, or no secret for this URL, fails every request before its signature is read: each row would say it again.
     const code = answerCode(valid.answer.body)
     const stop = code === undefined || meets(valid.answer, ACCEPTED) ? undefined : STOPS[code]
     if (stop !== undefined) return finish(io, [validRow], `stopped: ${stop(valid.answer.status)}`)
 
+    // The checks that build on a valid delivery being accepted (or its handler running) are not
+    // run when it was not: they would fail for the same reason and each name a wrong cause.
+    const missing: Precondition | undefined = !meets(valid.answer, ACCEPTED) ? 'accepted' : answeredIgnored(valid.answer.body) ? 'handled' : undefined
     const judges = []
-    for (const check of [handlerFinishedFirst, resend, rawBytes, v1WhenAllowed, unknownEventType, refusals, concurrentDuplicates]) judges.push(await check(doctor, valid))
+    for (const step of STEPS) {
+      const skip = missing !== undefined && step.needs !== undefined && (missing === 'accepted' || step.needs === 'handled')
+      judges.push(skip ? notRun(step.rows(doctor)) : await step.check(doctor, valid))
+    }
     const runs = await doctor.readRuns()
     const rows = [validRow, ...judges.flatMap((judge) => judge((id) => (typeof runs === 'string' ? undefined : (runs[id] ?? 0))))]
     if (runsUrl && typeof runs === 'string') rows.push({ check: 'run counts', expected: 'readable', got: 'unreadable', ok: false, fix: runs })
@@ -221,6 +230,36 @@ ${CHECK_LIST.map(([what, { text }, note]) => `  ${what.length > 34 ? `${what}\n$
 )
 
 // The checks, in the order they send.
+
+/** What a check builds on: the valid delivery accepted (2xx), or also its handler run (not `ignored`). */
+type Precondition = 'accepted' | 'handled'
+
+/** A check, what it needs of the valid delivery, and the rows it shows (name, expected) when it is not run. */
+interface Step {
+  check: Check
+  needs?: Precondition
+  rows: (doctor: Doctor) => [string, string][]
+}
+
+/** The judge of rows that were not run: each says to fix row 1 first. */
+function notRun(rows: [string, string][]): Judge {
+  return () => rows.map(([check, expected]) => ({ check, expected, got: 'not run: fix #1 first', ok: false, notRun: true }))
+}
+
+/** The first delivery: correctly signed, of the one event type every receiver handles. */
+function validDeliveryRow(answer: Answer): Row {
+  const row = acceptedRow('valid delivery', answer, ACCEPTED, 'a correctly signed delivery was not accepted', refusedValid(answer))
+  if (!row.ok || !answeredIgnored(answer.body)) return row
+  // 2xx, but nothing ran: the sender is satisfied and the message is lost to the application.
+  const { cause, fix } = noHandler('message.received')
+  return { ...row, ok: false, fix: `${cause} Fix: ${fix}` }
+}
+
+/** The fix for a valid delivery refused 400/401: its body survives re-serialization, so a 401 is the secret. */
+function refusedValid(answer: Answer): string | undefined {
+  if (answer.status !== 401) return undefined
+  return `the receiver refused a correctly signed delivery (401${answerCode(answer.body) === undefined ? '' : ` ${answerCode(answer.body)}`}): ${OTHER_SECRET.cause}. Fix: ${OTHER_SECRET.fix}`
+}
 
 /** The handler had finished when the 2xx came: the service never retries a 2xx. */
 const handlerFinishedFirst: Check = async (doctor, { signed, answer }) => {
@@ -331,6 +370,17 @@ const concurrentDuplicates: Check = async (doctor) => {
   }
 }
 
+/** The checks in the order they send. Refusals build on nothing: a receiver that refuses everything still refuses forgeries. */
+const STEPS: Step[] = [
+  { check: handlerFinishedFirst, needs: 'handled', rows: (d) => (d.runsUrl ? [['handler finished before the 2xx', '1 run when the 2xx arrives']] : []) },
+  { check: resend, needs: 'handled', rows: (d) => [['resend (same id, new timestamp)', DUPLICATE.text + (d.runsUrl ? ', still 1 run' : '')]] },
+  { check: rawBytes, needs: 'accepted', rows: () => [['raw bytes: body with \\u escapes', ACCEPTED.text]] },
+  { check: v1WhenAllowed, needs: 'accepted', rows: (d) => (d.allowV1 ? [['v1-only (--allow-v1)', ACCEPTED.text]] : []) },
+  { check: unknownEventType, needs: 'accepted', rows: () => [['unknown event type', IGNORED.text]] },
+  { check: refusals, rows: () => [] },
+  { check: concurrentDuplicates, needs: 'handled', rows: (d) => [[`${d.concurrency} concurrent duplicates`, `${CONCURRENT.text} only${d.runsUrl ? ', at most 1 run' : ''}`]] },
+]
+
 // Judging and printing.
 
 function meets(answer: Answer, expectation: Expected): boolean {
@@ -340,7 +390,7 @@ function meets(answer: Answer, expectation: Expected): boolean {
 /** The status and the answer's code, or why no answer came. */
 function got(answer: Answer): string {
   if (answer.error !== undefined) return `no answer (${answer.error.code})`
-  const code = answerCode(answer.body)
+  const code = answerCode(answer.body) ?? (answeredIgnored(answer.body) ? 'ignored' : undefined)
   return `${answer.status}${code === undefined ? '' : ` ${code}`} in ${Math.round(answer.ms)} ms`
 }
 
@@ -396,16 +446,17 @@ function finish(io: Io, rows: Row[], note?: string): number {
   const width = Math.max(...rows.map((r) => r.check.length), 5)
   const expectedWidth = Math.max(...rows.map((r) => r.expected.length), 8)
   const lines = [` #  result  ${'check'.padEnd(width)}  ${'expected'.padEnd(expectedWidth)}  got`]
-  rows.forEach((r, i) => lines.push(`${String(i + 1).padStart(2)}  ${r.ok ? 'PASS' : 'FAIL'}    ${r.check.padEnd(width)}  ${r.expected.padEnd(expectedWidth)}  ${r.got}`))
-  const failed = rows.filter((r) => !r.ok)
-  lines.push('', `${rows.length - failed.length} passed, ${failed.length} failed`)
+  rows.forEach((r, i) => lines.push(`${String(i + 1).padStart(2)}  ${r.notRun ? '--  ' : r.ok ? 'PASS' : 'FAIL'}    ${r.check.padEnd(width)}  ${r.expected.padEnd(expectedWidth)}  ${r.got}`))
+  const failed = rows.filter((r) => !r.ok && !r.notRun)
+  const skipped = rows.filter((r) => r.notRun).length
+  lines.push('', `${rows.length - failed.length - skipped} passed, ${failed.length} failed${skipped === 0 ? '' : `, ${skipped} not run`}`)
   if (note) lines.push(note)
   if (failed.length > 0) {
     lines.push('', 'How to fix:')
     rows.forEach((r, i) => {
-      if (!r.ok) lines.push(`${String(i + 1).padStart(2)}  ${r.check}: ${r.fix ?? 'see the expected answer above.'}`)
+      if (!r.ok && !r.notRun) lines.push(`${String(i + 1).padStart(2)}  ${r.check}: ${r.fix ?? 'see the expected answer above.'}`)
     })
   }
   io.out(`${lines.join('\n')}\n`)
-  return failed.length === 0 ? EXIT.ok : EXIT.failed
+  return failed.length === 0 && skipped === 0 ? EXIT.ok : EXIT.failed
 }

@@ -17,6 +17,8 @@ import { webhooks } from 'svc-webhooks/express'
 import { createNodeHandler } from 'svc-webhooks/node'
 
 export const SECRET = 'svc_whsec_Y2xpLXRlc3RzLXNlY3JldC1kby1ub3QtdXNl'
+/** The secret of the 'other-secret' receiver: another endpoint's, or a stale deploy's. */
+const OTHER_SECRET = 'svc_whsec_YW5vdGhlci1lbmRwb2ludHMtc2VjcmV0LWRvLW5vdC11c2U'
 
 export type ReceiverKind =
   | 'correct'
@@ -39,6 +41,10 @@ export type ReceiverKind =
    * code body_already_parsed by an error handler that sends the error's status and code.
    */
   | 'parses-json-first'
+  /** Correct, but configured with another secret than the one the CLI signs with: every delivery is refused 401. */
+  | 'other-secret'
+  /** Correct, but its `on` key is misspelled ('message.recieved'): every delivery is answered 200 ignored. */
+  | 'misspelled-on'
 
 export interface Receiver {
   url: string
@@ -72,13 +78,21 @@ export async function startReceiver(kind: ReceiverKind): Promise<Receiver> {
   }
   const on: WebhookHandlers = { 'message.received': (_event, delivery) => record(delivery.id) }
   const store = new MemoryStore()
-  const receiver = createWebhookReceiver({ secret: SECRET, on, store })
+  const receiver =
+    kind === 'other-secret'
+      ? createWebhookReceiver({ secret: OTHER_SECRET, on, store, log: () => undefined })
+      : kind === 'misspelled-on'
+        ? // The typo users make; the cast stands in for a JavaScript receiver (TypeScript refuses the key).
+          createWebhookReceiver({ secret: SECRET, on: { 'message.recieved': on['message.received'] } as WebhookHandlers, store, log: () => undefined })
+        : createWebhookReceiver({ secret: SECRET, on, store })
   const seen = new Set<string>()
 
   async function webhook(req: IncomingMessage, res: ServerResponse, body: Uint8Array): Promise<void> {
     const headers = req.headers
     for (const id of pending.splice(0)) record(id)
     switch (kind) {
+      case 'other-secret':
+      case 'misspelled-on':
       case 'correct': {
         const answer = await receiver.handle({ method: req.method, body, headers })
         res.writeHead(answer.status, answer.headers).end(answer.body)
