@@ -7,8 +7,9 @@
  *   and a busy port exits 1 instead of printing "receiving";
  * - its Quick start TypeScript compiles with the repository's tsc under `strict` (no skipLibCheck)
  *   and, transpiled by esbuild, runs the same way;
- * - its secrets-cache recipe compiles under `strict`, caches as the text around it says, and a
- *   receiver using it answers 404 for an unknown tenant and 503 for a failed lookup;
+ * - the secrets-cache recipe it links to (docs/multi-tenant.md) compiles under `strict`, caches
+ *   as the text around it says, and a receiver using it answers 404 for an unknown tenant and
+ *   503 for a failed lookup;
  * - its error table lists exactly the codes of ERROR_STATUS with their statuses, and its answers
  *   table every other row of ANSWERS;
  * - it has at most 450 lines and starts with a table of contents of its sections.
@@ -45,14 +46,14 @@ function blocks(markdown: string, lang: string): string[] {
 /** The one block of `lang` whose first line is `firstLine`. */
 function block(markdown: string, lang: string, firstLine: string): string {
   const found = blocks(markdown, lang).filter((code) => code.startsWith(`${firstLine}\n`))
-  if (found.length !== 1) throw new Error(`README: expected one \`\`\`${lang} block starting "${firstLine}", found ${found.length}`)
+  if (found.length !== 1) throw new Error(`expected one \`\`\`${lang} block starting "${firstLine}", found ${found.length}`)
   return found[0]!
 }
 
 const quickStart = section(readme, 'Quick start')
 const quickJs = block(quickStart, 'js', '// server.mjs')
 const quickTs = block(quickStart, 'ts', '// server.ts')
-const recipe = block(readme, 'ts', '// tenant-secrets.ts: a cache per process, keyed by tenant')
+const recipe = block(readFileSync(join(root, 'docs/multi-tenant.md'), 'utf8'), 'ts', '// tenant-secrets.ts: a cache per process, keyed by tenant')
 
 // ---------------------------------------------------------------------------------------------
 // A temp project where `svc-webhooks` and `express` resolve as after `npm install svc-webhooks express`.
@@ -240,7 +241,7 @@ describe('README Quick start, TypeScript', () => {
 type Lookup = ((tenant: string) => Promise<string | string[] | undefined>) & { forget: (tenant: string) => void }
 type CachedSecrets = (load: (tenant: string) => Promise<string | string[] | undefined>, ttlMs?: number, unknownTtlMs?: number) => Lookup
 
-describe('README secrets-cache recipe (many endpoints, one receiver)', () => {
+describe('docs/multi-tenant.md secrets-cache recipe (many endpoints, one receiver)', () => {
   let cachedSecrets: CachedSecrets
   beforeAll(async () => {
     const { code } = await transform(recipe, { loader: 'ts', format: 'esm', target: 'node20' })
