@@ -14,7 +14,7 @@ if (!existsSync('dist/index.js')) {
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
 const tarball = execFileSync(npm, ['pack', '--ignore-scripts', '--silent'], { encoding: 'utf8' }).trim().split('\n').pop()
 try {
-  execFileSync(process.execPath, ['node_modules/@arethetypeswrong/cli/dist/index.js', tarball], { stdio: 'inherit' })
+  execFileSync(process.execPath, ['node_modules/@arethetypeswrong/cli/dist/index.js', tarball, '--format', 'table-flipped'], { stdio: 'inherit' })
 } finally {
   rmSync(tarball, { force: true })
 }
