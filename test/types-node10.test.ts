@@ -52,7 +52,7 @@ describe('types under moduleResolution node10', () => {
     )
     let output: string
     try {
-      output = execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', dir, '--pretty', 'false'], { encoding: 'utf8', timeout: 60_000 })
+      output = execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', dir, '--pretty', 'false'], { encoding: 'utf8', timeout: 60_000, stdio: 'pipe' })
     } catch (error) {
       output = String((error as { stdout?: string }).stdout ?? error)
     }

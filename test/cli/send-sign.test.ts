@@ -220,7 +220,7 @@ describe('the command line', () => {
     const bin = join(dir, 'node_modules', '.bin')
     mkdirSync(bin, { recursive: true })
     symlinkSync(CLI, join(bin, 'svc-webhooks'))
-    expect(execFileSync(process.execPath, [join(bin, 'svc-webhooks'), '--version'], { cwd: dir, encoding: 'utf8' })).toBe(`${version}\n`)
+    expect(execFileSync(process.execPath, [join(bin, 'svc-webhooks'), '--version'], { cwd: dir, encoding: 'utf8', stdio: 'pipe' })).toBe(`${version}\n`)
   })
 
   it('--secret-env names the variable it read; a value that is not a variable name is not echoed', async () => {
