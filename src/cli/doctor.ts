@@ -149,6 +149,8 @@ fix for each failure. Point it at your own receiver (a local or staging one: it 
 handler on sample events). Exits 1 on any failure, so it can gate CI. For a receiver of many
 endpoints (one secret per tenant), point it at one tenant's URL with that tenant's secret, and
 give another tenant's secret with --other-secret-env (or -file): it must be refused there.
+When the valid delivery is not accepted (or is answered "ignored": no handler ran), the checks
+built on it are shown as "not run: fix #1 first" and row 1 names the one cause.
 
 ${CHECK_LIST.map(([what, { text }, note]) => `  ${what.length > 34 ? `${what}\n${' '.repeat(38)}` : what.padEnd(36)}-> ${text} (${note})`).join('\n')}`,
     flags: {
