@@ -50,6 +50,9 @@ describe('svc-webhooks doctor', () => {
     expect(stdout).toMatch(/^\s*\d+\s+PASS\s+5 concurrent duplicates\s.*, 1 run$/m)
     expect(stdout).toMatch(/\b13 passed, 0 failed\b/)
     expect(code).toBe(0)
+    // Each forgery doctor sent left a line in the receiver's log, named by its code.
+    const codes = new Set(receivers.get('correct')!.logged.flatMap((line) => /^svc-webhooks: \d{3} (\w+)/.exec(line)?.[1] ?? []))
+    expect([...codes]).toEqual(expect.arrayContaining(['invalid_signature', 'timestamp_too_old', 'timestamp_in_future', 'v1_not_allowed', 'missing_signature']))
   })
 
   it('each row shows the code the answer carries, and the refusals expect what the answers table answers', async () => {
@@ -140,6 +143,7 @@ describe('svc-webhooks doctor', () => {
     expect(stdout).toMatch(/^stopped: the receiver answers every delivery 500 body_already_parsed/m)
     expect(stdout.match(/mount webhooks\(\) before express\.json\(\)/g)).toHaveLength(1)
     expect(stdout).not.toContain("check the receiver's logs")
+    expect(receivers.get('parses-json-first')!.logged.some((line) => line.includes('body_already_parsed') && line.includes('before express.json()'))).toBe(true)
     expect(code).toBe(1)
   })
 
