@@ -37,6 +37,16 @@ const CONCURRENT = expected('processed', 'in_flight', 'duplicate')
 const nowSeconds = () => Math.floor(Date.now() / 1000)
 const WINDOW = 'refuse timestamps more than 300 s away'
 
+/** The checks' names, as their rows show them (also when they are not run). */
+const CHECK = {
+  handlerFirst: 'handler finished before the 2xx',
+  resend: 'resend (same id, new timestamp)',
+  rawBytes: 'raw bytes: body with \\u escapes',
+  v1Allowed: 'v1-only (--allow-v1)',
+  unknownType: 'unknown event type',
+  concurrent: (n: number) => `${n} concurrent duplicates`,
+}
+
 /** The check of `--other-secret`, by name. */
 const OTHER_TENANT = "another tenant's secret"
 
@@ -97,12 +107,12 @@ const STOPS: Partial<Record<RefusalCode, (status: number) => string>> = {
 /** The checks as `--help` lists them. */
 const CHECK_LIST: [string, Expected, string][] = [
   ['valid delivery', ACCEPTED, 'within 10 s'],
-  ['resend (same id, new timestamp)', DUPLICATE, 'handler not run again'],
+  [CHECK.resend, DUPLICATE, 'handler not run again'],
   ['body with \\u escapes (raw bytes)', ACCEPTED, 'fails when the body is re-serialized before verifying'],
   ['tampered body, wrong secret, stale or future timestamp, v1-only, unsigned', expected(...REFUSALS.map((r) => r.code)), '2xx accepts a forgery, 429/5xx is retried'],
   [`${OTHER_TENANT} (--other-secret)`, expected('invalid_signature'), '2xx lets one tenant post as another'],
   ['concurrent duplicates', CONCURRENT, 'never a permanent 4xx; one run'],
-  ['unknown event type', IGNORED, 'the catalog grows'],
+  [CHECK.unknownType, IGNORED, 'the catalog grows'],
 ]
 
 /** What the checks share. */
@@ -273,14 +283,14 @@ const handlerFinishedFirst: Check = async (doctor, { signed, answer }) => {
   if (n === 0) {
     fix = 'the receiver answered 2xx before its handler finished: the service never retries a 2xx, so if the process dies now the delivery is lost. Run the handler (or write the event to a durable queue) first, then answer.'
   }
-  return () => [{ check: 'handler finished before the 2xx', expected: '1 run when the 2xx arrives', got: n === undefined ? 'runs URL unreadable' : runCount(n), ok: n === 1, fix }]
+  return () => [{ check: CHECK.handlerFirst, expected: '1 run when the 2xx arrives', got: n === undefined ? 'runs URL unreadable' : runCount(n), ok: n === 1, fix }]
 }
 
 /** The same delivery again, as a retry or manual resend: same id and bytes, new timestamp. */
 const resend: Check = async (doctor, { signed }) => {
   const answer = await doctor.deliver(await doctor.sign({ body: signed.rawBody, id: signed.id, timestamp: signed.timestamp + 1 }))
   return (runsOf) => {
-    const row = acceptedRow('resend (same id, new timestamp)', answer, DUPLICATE, 'a resend or retry of a processed delivery must be answered 2xx (duplicate)')
+    const row = acceptedRow(CHECK.resend, answer, DUPLICATE, 'a resend or retry of a processed delivery must be answered 2xx (duplicate)')
     if (answer.status === 409) row.fix = 'answered 409 to a duplicate: the service treats 409 as a permanent refusal. Answer 2xx for an id already processed (marked duplicate), without running the handler.'
     const runs = runsOf(signed.id)
     if (runs === undefined) return [row]
@@ -299,21 +309,21 @@ const rawBytes: Check = async (doctor) => {
   const event = sampleEvent('message.received')
   const answer = await doctor.deliver(await doctor.sign({ body: serializeEvent(event).replace(JSON.stringify(event.message.text), `"${ESCAPED_TEXT}"`) }))
   const refused = `a correctly signed body with \\u escapes was refused: the receiver verifies a re-serialized body (JSON.parse then JSON.stringify), not the raw bytes. Fix: ${RAW_BYTES}.`
-  return () => [acceptedRow('raw bytes: body with \\u escapes', answer, ACCEPTED, 'a correctly signed body with \\u escapes was not accepted', refused)]
+  return () => [acceptedRow(CHECK.rawBytes, answer, ACCEPTED, 'a correctly signed body with \\u escapes was not accepted', refused)]
 }
 
 /** With --allow-v1, a valid v1-only delivery must be accepted (without it, it is one of the refusals). */
 const v1WhenAllowed: Check = async (doctor) => {
   if (!doctor.allowV1) return () => []
   const answer = await doctor.deliver(await doctor.sign({ schemes: ['v1'] }))
-  return () => [acceptedRow('v1-only (--allow-v1)', answer, ACCEPTED, 'the receiver is said to accept v1 (--allow-v1) but refused a valid v1 delivery')]
+  return () => [acceptedRow(CHECK.v1Allowed, answer, ACCEPTED, 'the receiver is said to accept v1 (--allow-v1) but refused a valid v1 delivery')]
 }
 
 /** An event type this receiver has never heard of: the catalog grows. */
 const unknownEventType: Check = async (doctor) => {
   const answer = await doctor.deliver(await doctor.sign({ event: { event: 'doctor.unknown_event', id: randomUUID() } }))
   const why = 'an event type without a handler must be answered 2xx and ignored: the catalog grows, and a 4xx drops those deliveries, a 5xx makes them fail until the endpoint is disabled'
-  return () => [acceptedRow('unknown event type', answer, IGNORED, why, `refused an event type it has no handler for; ${why}.`)]
+  return () => [acceptedRow(CHECK.unknownType, answer, IGNORED, why, `refused an event type it has no handler for; ${why}.`)]
 }
 
 /** Deliveries that must be refused permanently, without running the handler. */
@@ -362,7 +372,7 @@ const concurrentDuplicates: Check = async (doctor) => {
     }
     return [
       {
-        check: `${doctor.concurrency} concurrent duplicates`,
+        check: CHECK.concurrent(doctor.concurrency),
         expected: `${CONCURRENT.text} only${runs === undefined ? '' : ', at most 1 run'}`,
         got: summarize(answers.map((a) => (a.error !== undefined ? 'no answer' : String(a.status)))) + (runs === undefined ? '' : `, ${runCount(runs)}`),
         ok: permanent.length === 0 && answers.every((a) => a.error === undefined) && (runs === undefined || runs <= 1),
@@ -374,13 +384,13 @@ const concurrentDuplicates: Check = async (doctor) => {
 
 /** The checks in the order they send. Refusals build on nothing: a receiver that refuses everything still refuses forgeries. */
 const STEPS: Step[] = [
-  { check: handlerFinishedFirst, needs: 'handled', rows: (d) => (d.runsUrl ? [['handler finished before the 2xx', '1 run when the 2xx arrives']] : []) },
-  { check: resend, needs: 'handled', rows: (d) => [['resend (same id, new timestamp)', DUPLICATE.text + (d.runsUrl ? ', still 1 run' : '')]] },
-  { check: rawBytes, needs: 'accepted', rows: () => [['raw bytes: body with \\u escapes', ACCEPTED.text]] },
-  { check: v1WhenAllowed, needs: 'accepted', rows: (d) => (d.allowV1 ? [['v1-only (--allow-v1)', ACCEPTED.text]] : []) },
-  { check: unknownEventType, needs: 'accepted', rows: () => [['unknown event type', IGNORED.text]] },
+  { check: handlerFinishedFirst, needs: 'handled', rows: (d) => (d.runsUrl ? [[CHECK.handlerFirst, '1 run when the 2xx arrives']] : []) },
+  { check: resend, needs: 'handled', rows: (d) => [[CHECK.resend, DUPLICATE.text + (d.runsUrl ? ', still 1 run' : '')]] },
+  { check: rawBytes, needs: 'accepted', rows: () => [[CHECK.rawBytes, ACCEPTED.text]] },
+  { check: v1WhenAllowed, needs: 'accepted', rows: (d) => (d.allowV1 ? [[CHECK.v1Allowed, ACCEPTED.text]] : []) },
+  { check: unknownEventType, needs: 'accepted', rows: () => [[CHECK.unknownType, IGNORED.text]] },
   { check: refusals, rows: () => [] },
-  { check: concurrentDuplicates, needs: 'handled', rows: (d) => [[`${d.concurrency} concurrent duplicates`, `${CONCURRENT.text} only${d.runsUrl ? ', at most 1 run' : ''}`]] },
+  { check: concurrentDuplicates, needs: 'handled', rows: (d) => [[CHECK.concurrent(d.concurrency), `${CONCURRENT.text} only${d.runsUrl ? ', at most 1 run' : ''}`]] },
 ]
 
 // Judging and printing.
