@@ -15,6 +15,8 @@
  *   handler ran, or an inbox stored it), and is stopped;
  * - a Lambda handler, a Next.js route and a Cloudflare Worker get one signed delivery the way
  *   their runtime hands it over (an API Gateway event, a `Request` or a `req`/`res` pair, workerd);
+ * - an inbox worker runs the handler of one delivery a receiver (built from the tarball) accepted
+ *   into the same Redis, then stops on SIGTERM;
  * - a module loads.
  *
  * TypeScript is transpiled as `tsx` does (ES module or CommonJS by the package type) and the
@@ -83,9 +85,10 @@ const wholeFiles = all.filter((b) => WHOLE_FILE.test(b.code)).map((b) => ({ ...b
 type WholeFile = (typeof wholeFiles)[number]
 
 /** How a whole file is run, from what it imports and is named. */
-type Kind = 'server' | 'lambda' | 'next-app' | 'next-pages' | 'worker' | 'module'
+type Kind = 'server' | 'lambda' | 'next-app' | 'next-pages' | 'worker' | 'inbox-worker' | 'module'
 function kindOf({ file, code }: WholeFile): Kind {
   if (code.includes("'svc-webhooks/cloudflare'")) return 'worker'
+  if (code.includes('createInboxWorker(') && code.includes('RedisInbox') && !/\.listen\(|serve\(/.test(code)) return 'inbox-worker'
   if (code.includes("'svc-webhooks/lambda'")) return 'lambda'
   if (file.startsWith('pages/api/')) return 'next-pages'
   if (/(^|\/)app\/.*route\.ts$/.test(file)) return 'next-app'
@@ -290,6 +293,33 @@ describe.each(wholeFiles.map((block, n) => [`${block.page}:${block.line} ${block
       } finally {
         await worker.dispose()
       }
+      return
+    }
+
+    if (kind === 'inbox-worker') {
+      const port = await freePort()
+      const worker = start(dir, run, env(port))
+      // The receiver side, as the page's receiver would be: the tarball's RedisInbox on the same Redis.
+      const { createWebhookReceiver } = (await import(/* @vite-ignore */ pathToFileURL(join(tarballRoot, 'dist/index.js')).href)) as typeof import('svc-webhooks')
+      const { RedisInbox } = (await import(/* @vite-ignore */ pathToFileURL(join(tarballRoot, 'dist/redis.js')).href)) as typeof import('svc-webhooks/redis')
+      const { Redis } = await import('ioredis')
+      const client = new Redis(redis!.url)
+      try {
+        const inbox = new RedisInbox({ client })
+        const answer = await createWebhookReceiver({ secret: SECRET, inbox, log: false }).handle({ method: 'POST', body: signed.body, headers: signed.headers })
+        expect(answer.status).toBe(202)
+        let stats = await inbox.stats()
+        for (let i = 0; i < 200 && (stats.depth > 0 || stats.retrying > 0); i++) {
+          await new Promise((done) => setTimeout(done, 100))
+          stats = await inbox.stats()
+        }
+        expect(stats, worker.output()).toMatchObject({ depth: 0, retrying: 0, dead: 0 })
+      } finally {
+        client.disconnect()
+      }
+      worker.child.kill('SIGTERM')
+      expect(await worker.exited, worker.output()).toBe(0) // a graceful stop
+      expectClean(worker.output())
       return
     }
 
