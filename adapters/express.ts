@@ -45,6 +45,7 @@ const expressTransport: WebhookTransport<Request> = {
       if (body.byteLength > maxBodyBytes) throw tooLarge(maxBodyBytes)
       return body
     }
+    if (parsedBefore(req)) throw new WebhookVerificationError('body_already_parsed', PARSED)
     return nodeTransport.body(req, maxBodyBytes, timeoutMs)
   },
 }
@@ -59,7 +60,8 @@ function parsedBefore(req: Request): boolean {
 /**
  * Express middleware. With `on`, it verifies, deduplicates, runs the handler and answers; without
  * `on`, it sets a typed `req.webhook` and calls `next()`, and refusals go to `next(err)` with
- * `err.status` set. A body parsed before it (express.json() mounted first) is a 500 sent to `next(err)`.
+ * `err.status` set. A body parsed before it (express.json() mounted first) is answered 500
+ * `{ ok: false, code: 'body_already_parsed' }` with `on` (and logged with the fix), sent to `next(err)` without.
  *
  * @example
  * app.post('/webhooks/svc', webhooks({
@@ -73,8 +75,10 @@ export function webhooks(options: ExpressWebhooksOptions): RequestHandler & Part
   const receiver = answers ? createWebhookReceiver(options as WebhookReceiverOptions<Request>) : undefined
   const opts = receiver ? undefined : resolveVerifyOptions(options)
   const middleware = async (req: Request, res: Response, next: NextFunction) => {
-    if (req.method === 'POST' && parsedBefore(req)) return next(new WebhookVerificationError('body_already_parsed', PARSED))
+    // The receiver answers a parsed body itself, as the JSON row of the answers table (never
+    // Express's HTML error page); verify-only mode hands every refusal to the app's error handler.
     if (receiver) return sendNode(res, await receiver.receive(req, expressTransport))
+    if (req.method === 'POST' && parsedBefore(req)) return next(new WebhookVerificationError('body_already_parsed', PARSED))
     try {
       req.webhook = await verifyTransported(req, expressTransport, opts!)
     } catch (error) {

@@ -162,14 +162,22 @@ export function integer(value: string | undefined, flag: string, fallback: numbe
 /** An http(s) URL from a positional argument or flag. */
 export function httpUrl(value: string | undefined, what: string): URL {
   if (value === undefined) throw new UsageError(`${what} is required.`)
+  // `localhost:3000/webhooks/svc` parses as a URL of scheme "localhost:": name the missing scheme.
+  const hint = /^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? '' : ` Add the scheme: ${addScheme(value)}`
   let url: URL
   try {
     url = new URL(value)
   } catch {
-    throw new UsageError(`${what} is not a URL: ${quoted(value)}.`)
+    throw new UsageError(`${what} is not a URL: ${quoted(value)}.${hint}`)
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`${what} must be http:// or https://.`)
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`${what} must start with http:// or https://.${hint}`)
   return url
+}
+
+/** `value` with the scheme a receiver at that host most likely has: http:// on this machine, https:// elsewhere. */
+function addScheme(value: string): string {
+  const scheme = /^(localhost|127\.|\[::1\]|0\.0\.0\.0)/i.test(value) ? 'http://' : 'https://'
+  return value.includes(SECRET_PREFIX) ? `${scheme}<the URL>.` : `"${scheme}${value}".`
 }
 
 const FILE_ERRORS: Record<string, string> = { ENOENT: 'file not found', EACCES: 'permission denied', EPERM: 'permission denied', EISDIR: 'is a directory, not a file' }

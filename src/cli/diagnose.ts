@@ -29,6 +29,8 @@ export interface Check {
   rule: string
   ok: boolean
   detail: string
+  /** Not checked: a rule it builds on failed (the detail names it). */
+  notRun?: true
 }
 
 export interface Finding {
@@ -121,6 +123,7 @@ export async function diagnose(headers: CapturedHeaders, body: Uint8Array, optio
   }
 
   // 3. Timestamp.
+  if (format === 'missing_timestamp') checks.push({ rule: 'timestamp', ok: false, notRun: true, detail: 'not run: fix "headers" first' })
   if (format === 'invalid_timestamp') {
     checks.push({ rule: 'timestamp', ok: false, detail: 'not Unix time in whole seconds' })
     findings.push({ cause: 'malformed timestamp', why: `${FIXES.invalid_timestamp.cause}.`, fix: FIXES.invalid_timestamp.fix })
@@ -144,7 +147,13 @@ export async function diagnose(headers: CapturedHeaders, body: Uint8Array, optio
   }
 
   // 4. Signatures, with the clock set to the signed timestamp so only the bytes and the secret count.
-  if (timestamp !== undefined && passed(id)) {
+  // They cover the id and the timestamp: without both, a mismatch would name a wrong cause.
+  if (timestamp === undefined || !passed(id)) {
+    let first = 'fix "timestamp" first'
+    if (id === 'missing_id' || format === 'missing_timestamp') first = 'fix "headers" first'
+    else if (!passed(id)) first = 'svc-webhook-id is malformed; fix it first'
+    checks.push({ rule: 'signature', ok: false, notRun: true, detail: `not run: ${first}` })
+  } else {
     const match = (s: string, b: Uint8Array, v: 'v2' | 'v1') => matches(headers, b, s, v, timestamp)
     const v2 = hasV2 && (await match(secret, body, 'v2'))
     const v1 = hasV1 && (await match(secret, body, 'v1'))

@@ -11,11 +11,11 @@ import { randomUUID } from 'node:crypto'
 import { ANSWERS, type AnswerName } from '../answers.js'
 import { sampleEvent, serializeEvent, signWebhook, type SignedWebhook, type SignWebhookOptions } from '../testing.js'
 import { defineCommand, EXIT, httpUrl, integer, UsageError, type Io } from './command.js'
-import { answerCode, FIXES, RAW_BYTES, type RefusalCode } from './fixes.js'
+import { answerCode, answeredIgnored, FIXES, noHandler, OTHER_SECRET, RAW_BYTES, type RefusalCode } from './fixes.js'
 import { noAnswer, post, readingOf, SENDER_TIMEOUT_MS, type Answer, type Reading } from './http.js'
 import { OTHER_SECRET_FLAGS, otherSigningSecret, SECRET_FLAGS, signingSecret } from './secret.js'
 
-type Row = { check: string; expected: string; got: string; ok: boolean; fix?: string }
+type Row = { check: string; expected: string; got: string; ok: boolean; fix?: string; notRun?: true }
 
 /** The sender's readings a passing answer may have, and how the table shows them. */
 type Expected = { readings: ReadonlySet<Reading>; text: string }
@@ -36,6 +36,16 @@ const CONCURRENT = expected('processed', 'in_flight', 'duplicate')
 
 const nowSeconds = () => Math.floor(Date.now() / 1000)
 const WINDOW = 'refuse timestamps more than 300 s away'
+
+/** The checks' names, as their rows show them (also when they are not run). */
+const CHECK = {
+  handlerFirst: 'handler finished before the 2xx',
+  resend: 'resend (same id, new timestamp)',
+  rawBytes: 'raw bytes: body with \\u escapes',
+  v1Allowed: 'v1-only (--allow-v1)',
+  unknownType: 'unknown event type',
+  concurrent: (n: number) => `${n} concurrent duplicates`,
+}
 
 /** The check of `--other-secret`, by name. */
 const OTHER_TENANT = "another tenant's secret"
@@ -97,12 +107,12 @@ const STOPS: Partial<Record<RefusalCode, (status: number) => string>> = {
 /** The checks as `--help` lists them. */
 const CHECK_LIST: [string, Expected, string][] = [
   ['valid delivery', ACCEPTED, 'within 10 s'],
-  ['resend (same id, new timestamp)', DUPLICATE, 'handler not run again'],
+  [CHECK.resend, DUPLICATE, 'handler not run again'],
   ['body with \\u escapes (raw bytes)', ACCEPTED, 'fails when the body is re-serialized before verifying'],
   ['tampered body, wrong secret, stale or future timestamp, v1-only, unsigned', expected(...REFUSALS.map((r) => r.code)), '2xx accepts a forgery, 429/5xx is retried'],
   [`${OTHER_TENANT} (--other-secret)`, expected('invalid_signature'), '2xx lets one tenant post as another'],
   ['concurrent duplicates', CONCURRENT, 'never a permanent 4xx; one run'],
-  ['unknown event type', IGNORED, 'the catalog grows'],
+  [CHECK.unknownType, IGNORED, 'the catalog grows'],
 ]
 
 /** What the checks share. */
@@ -128,7 +138,10 @@ type RunsOf = (id: string) => number | undefined
  * A check sends its deliveries and returns the judge of its rows, called once every delivery was
  * answered, so a receiver that answers first and works later has caught up when runs are counted.
  */
-type Check = (doctor: Doctor, valid: { signed: SignedWebhook; answer: Answer }) => Promise<(runsOf: RunsOf) => Row[]>
+type Check = (doctor: Doctor, valid: { signed: SignedWebhook; answer: Answer }) => Promise<Judge>
+
+/** Turns a check's answers into its rows, given the run counts. */
+type Judge = (runsOf: RunsOf) => Row[]
 
 // Non-ASCII written as \u escapes, as a sender may write it: JSON.parse + JSON.stringify turns
 // them into UTF-8, so a receiver that verifies a re-serialized body fails on this one.
@@ -146,6 +159,8 @@ fix for each failure. Point it at your own receiver (a local or staging one: it 
 handler on sample events). Exits 1 on any failure, so it can gate CI. For a receiver of many
 endpoints (one secret per tenant), point it at one tenant's URL with that tenant's secret, and
 give another tenant's secret with --other-secret-env (or -file): it must be refused there.
+When the valid delivery is not accepted (or is answered "ignored": no handler ran), the checks
+built on it are shown as "not run: fix #1 first" and row 1 names the one cause.
 
 ${CHECK_LIST.map(([what, { text }, note]) => `  ${what.length > 34 ? `${what}\n${' '.repeat(38)}` : what.padEnd(36)}-> ${text} (${note})`).join('\n')}`,
     flags: {
@@ -195,15 +210,21 @@ ${CHECK_LIST.map(([what, { text }, note]) => `  ${what.length > 34 ? `${what}\n$
     io.out(`svc-webhooks doctor ${url.href}\n${runsUrl ? `runs from ${runsUrl.href}` : 'no --runs-url: run counts are not checked'}${otherLine}\n\n`)
     const signed = await doctor.sign()
     const valid = { signed, answer: await doctor.deliver(signed) }
-    const validRow = acceptedRow('valid delivery', valid.answer, ACCEPTED, 'a correctly signed delivery was not accepted')
+    const validRow = validDeliveryRow(valid.answer)
     if (valid.answer.error !== undefined) return finish(io, [validRow], `stopped: ${url.href} did not answer (${valid.answer.error.code}).`)
     // A body parsed before the middleware, or no secret for this URL, fails every request before its signature is read: each row would say it again.
     const code = answerCode(valid.answer.body)
     const stop = code === undefined || meets(valid.answer, ACCEPTED) ? undefined : STOPS[code]
     if (stop !== undefined) return finish(io, [validRow], `stopped: ${stop(valid.answer.status)}`)
 
+    // The checks that build on a valid delivery being accepted (or its handler running) are not
+    // run when it was not: they would fail for the same reason and each name a wrong cause.
+    const missing: Precondition | undefined = !meets(valid.answer, ACCEPTED) ? 'accepted' : answeredIgnored(valid.answer.body) ? 'handled' : undefined
     const judges = []
-    for (const check of [handlerFinishedFirst, resend, rawBytes, v1WhenAllowed, unknownEventType, refusals, concurrentDuplicates]) judges.push(await check(doctor, valid))
+    for (const step of STEPS) {
+      const skip = missing !== undefined && step.needs !== undefined && (missing === 'accepted' || step.needs === 'handled')
+      judges.push(skip ? notRun(step.rows(doctor)) : await step.check(doctor, valid))
+    }
     const runs = await doctor.readRuns()
     const rows = [validRow, ...judges.flatMap((judge) => judge((id) => (typeof runs === 'string' ? undefined : (runs[id] ?? 0))))]
     if (runsUrl && typeof runs === 'string') rows.push({ check: 'run counts', expected: 'readable', got: 'unreadable', ok: false, fix: runs })
@@ -222,6 +243,36 @@ ${CHECK_LIST.map(([what, { text }, note]) => `  ${what.length > 34 ? `${what}\n$
 
 // The checks, in the order they send.
 
+/** What a check builds on: the valid delivery accepted (2xx), or also its handler run (not `ignored`). */
+type Precondition = 'accepted' | 'handled'
+
+/** A check, what it needs of the valid delivery, and the rows it shows (name, expected) when it is not run. */
+interface Step {
+  check: Check
+  needs?: Precondition
+  rows: (doctor: Doctor) => [string, string][]
+}
+
+/** The judge of rows that were not run: each says to fix row 1 first. */
+function notRun(rows: [string, string][]): Judge {
+  return () => rows.map(([check, expected]) => ({ check, expected, got: 'not run: fix #1 first', ok: false, notRun: true }))
+}
+
+/** The first delivery: correctly signed, of the one event type every receiver handles. */
+function validDeliveryRow(answer: Answer): Row {
+  const row = acceptedRow('valid delivery', answer, ACCEPTED, 'a correctly signed delivery was not accepted', refusedValid(answer))
+  if (!row.ok || !answeredIgnored(answer.body)) return row
+  // 2xx, but nothing ran: the sender is satisfied and the message is lost to the application.
+  const { cause, fix } = noHandler('message.received')
+  return { ...row, ok: false, fix: `${cause} Fix: ${fix}` }
+}
+
+/** The fix for a valid delivery refused 400/401: its body survives re-serialization, so a 401 is the secret. */
+function refusedValid(answer: Answer): string | undefined {
+  if (answer.status !== 401) return undefined
+  return `the receiver refused a correctly signed delivery (401${answerCode(answer.body) === undefined ? '' : ` ${answerCode(answer.body)}`}): ${OTHER_SECRET.cause}. Fix: ${OTHER_SECRET.fix}`
+}
+
 /** The handler had finished when the 2xx came: the service never retries a 2xx. */
 const handlerFinishedFirst: Check = async (doctor, { signed, answer }) => {
   // A 202 (accepted into a durable inbox) promises a later run, not a finished one.
@@ -232,14 +283,14 @@ const handlerFinishedFirst: Check = async (doctor, { signed, answer }) => {
   if (n === 0) {
     fix = 'the receiver answered 2xx before its handler finished: the service never retries a 2xx, so if the process dies now the delivery is lost. Run the handler (or write the event to a durable queue) first, then answer.'
   }
-  return () => [{ check: 'handler finished before the 2xx', expected: '1 run when the 2xx arrives', got: n === undefined ? 'runs URL unreadable' : runCount(n), ok: n === 1, fix }]
+  return () => [{ check: CHECK.handlerFirst, expected: '1 run when the 2xx arrives', got: n === undefined ? 'runs URL unreadable' : runCount(n), ok: n === 1, fix }]
 }
 
 /** The same delivery again, as a retry or manual resend: same id and bytes, new timestamp. */
 const resend: Check = async (doctor, { signed }) => {
   const answer = await doctor.deliver(await doctor.sign({ body: signed.rawBody, id: signed.id, timestamp: signed.timestamp + 1 }))
   return (runsOf) => {
-    const row = acceptedRow('resend (same id, new timestamp)', answer, DUPLICATE, 'a resend or retry of a processed delivery must be answered 2xx (duplicate)')
+    const row = acceptedRow(CHECK.resend, answer, DUPLICATE, 'a resend or retry of a processed delivery must be answered 2xx (duplicate)')
     if (answer.status === 409) row.fix = 'answered 409 to a duplicate: the service treats 409 as a permanent refusal. Answer 2xx for an id already processed (marked duplicate), without running the handler.'
     const runs = runsOf(signed.id)
     if (runs === undefined) return [row]
@@ -258,21 +309,21 @@ const rawBytes: Check = async (doctor) => {
   const event = sampleEvent('message.received')
   const answer = await doctor.deliver(await doctor.sign({ body: serializeEvent(event).replace(JSON.stringify(event.message.text), `"${ESCAPED_TEXT}"`) }))
   const refused = `a correctly signed body with \\u escapes was refused: the receiver verifies a re-serialized body (JSON.parse then JSON.stringify), not the raw bytes. Fix: ${RAW_BYTES}.`
-  return () => [acceptedRow('raw bytes: body with \\u escapes', answer, ACCEPTED, 'a correctly signed body with \\u escapes was not accepted', refused)]
+  return () => [acceptedRow(CHECK.rawBytes, answer, ACCEPTED, 'a correctly signed body with \\u escapes was not accepted', refused)]
 }
 
 /** With --allow-v1, a valid v1-only delivery must be accepted (without it, it is one of the refusals). */
 const v1WhenAllowed: Check = async (doctor) => {
   if (!doctor.allowV1) return () => []
   const answer = await doctor.deliver(await doctor.sign({ schemes: ['v1'] }))
-  return () => [acceptedRow('v1-only (--allow-v1)', answer, ACCEPTED, 'the receiver is said to accept v1 (--allow-v1) but refused a valid v1 delivery')]
+  return () => [acceptedRow(CHECK.v1Allowed, answer, ACCEPTED, 'the receiver is said to accept v1 (--allow-v1) but refused a valid v1 delivery')]
 }
 
 /** An event type this receiver has never heard of: the catalog grows. */
 const unknownEventType: Check = async (doctor) => {
   const answer = await doctor.deliver(await doctor.sign({ event: { event: 'doctor.unknown_event', id: randomUUID() } }))
   const why = 'an event type without a handler must be answered 2xx and ignored: the catalog grows, and a 4xx drops those deliveries, a 5xx makes them fail until the endpoint is disabled'
-  return () => [acceptedRow('unknown event type', answer, IGNORED, why, `refused an event type it has no handler for; ${why}.`)]
+  return () => [acceptedRow(CHECK.unknownType, answer, IGNORED, why, `refused an event type it has no handler for; ${why}.`)]
 }
 
 /** Deliveries that must be refused permanently, without running the handler. */
@@ -321,7 +372,7 @@ const concurrentDuplicates: Check = async (doctor) => {
     }
     return [
       {
-        check: `${doctor.concurrency} concurrent duplicates`,
+        check: CHECK.concurrent(doctor.concurrency),
         expected: `${CONCURRENT.text} only${runs === undefined ? '' : ', at most 1 run'}`,
         got: summarize(answers.map((a) => (a.error !== undefined ? 'no answer' : String(a.status)))) + (runs === undefined ? '' : `, ${runCount(runs)}`),
         ok: permanent.length === 0 && answers.every((a) => a.error === undefined) && (runs === undefined || runs <= 1),
@@ -330,6 +381,17 @@ const concurrentDuplicates: Check = async (doctor) => {
     ]
   }
 }
+
+/** The checks in the order they send. Refusals build on nothing: a receiver that refuses everything still refuses forgeries. */
+const STEPS: Step[] = [
+  { check: handlerFinishedFirst, needs: 'handled', rows: (d) => (d.runsUrl ? [[CHECK.handlerFirst, '1 run when the 2xx arrives']] : []) },
+  { check: resend, needs: 'handled', rows: (d) => [[CHECK.resend, DUPLICATE.text + (d.runsUrl ? ', still 1 run' : '')]] },
+  { check: rawBytes, needs: 'accepted', rows: () => [[CHECK.rawBytes, ACCEPTED.text]] },
+  { check: v1WhenAllowed, needs: 'accepted', rows: (d) => (d.allowV1 ? [[CHECK.v1Allowed, ACCEPTED.text]] : []) },
+  { check: unknownEventType, needs: 'accepted', rows: () => [[CHECK.unknownType, IGNORED.text]] },
+  { check: refusals, rows: () => [] },
+  { check: concurrentDuplicates, needs: 'handled', rows: (d) => [[CHECK.concurrent(d.concurrency), `${CONCURRENT.text} only${d.runsUrl ? ', at most 1 run' : ''}`]] },
+]
 
 // Judging and printing.
 
@@ -340,7 +402,7 @@ function meets(answer: Answer, expectation: Expected): boolean {
 /** The status and the answer's code, or why no answer came. */
 function got(answer: Answer): string {
   if (answer.error !== undefined) return `no answer (${answer.error.code})`
-  const code = answerCode(answer.body)
+  const code = answerCode(answer.body) ?? (answeredIgnored(answer.body) ? 'ignored' : undefined)
   return `${answer.status}${code === undefined ? '' : ` ${code}`} in ${Math.round(answer.ms)} ms`
 }
 
@@ -396,16 +458,17 @@ function finish(io: Io, rows: Row[], note?: string): number {
   const width = Math.max(...rows.map((r) => r.check.length), 5)
   const expectedWidth = Math.max(...rows.map((r) => r.expected.length), 8)
   const lines = [` #  result  ${'check'.padEnd(width)}  ${'expected'.padEnd(expectedWidth)}  got`]
-  rows.forEach((r, i) => lines.push(`${String(i + 1).padStart(2)}  ${r.ok ? 'PASS' : 'FAIL'}    ${r.check.padEnd(width)}  ${r.expected.padEnd(expectedWidth)}  ${r.got}`))
-  const failed = rows.filter((r) => !r.ok)
-  lines.push('', `${rows.length - failed.length} passed, ${failed.length} failed`)
+  rows.forEach((r, i) => lines.push(`${String(i + 1).padStart(2)}  ${r.notRun ? '--  ' : r.ok ? 'PASS' : 'FAIL'}    ${r.check.padEnd(width)}  ${r.expected.padEnd(expectedWidth)}  ${r.got}`))
+  const failed = rows.filter((r) => !r.ok && !r.notRun)
+  const skipped = rows.filter((r) => r.notRun).length
+  lines.push('', `${rows.length - failed.length - skipped} passed, ${failed.length} failed${skipped === 0 ? '' : `, ${skipped} not run`}`)
   if (note) lines.push(note)
   if (failed.length > 0) {
     lines.push('', 'How to fix:')
     rows.forEach((r, i) => {
-      if (!r.ok) lines.push(`${String(i + 1).padStart(2)}  ${r.check}: ${r.fix ?? 'see the expected answer above.'}`)
+      if (!r.ok && !r.notRun) lines.push(`${String(i + 1).padStart(2)}  ${r.check}: ${r.fix ?? 'see the expected answer above.'}`)
     })
   }
   io.out(`${lines.join('\n')}\n`)
-  return failed.length === 0 ? EXIT.ok : EXIT.failed
+  return failed.length === 0 && skipped === 0 ? EXIT.ok : EXIT.failed
 }

@@ -85,6 +85,50 @@ export const FIXES: { readonly [C in RefusalCode]: Fix } = {
   internal_error: { cause: 'an unexpected error in the receiver', fix: RETRIED },
 }
 
+/**
+ * Whether a 2xx answer says the delivery was acknowledged without running anything: the
+ * answers table's `ignored` row (`{ ok: true, ignored: true }`), for an event type with no handler.
+ */
+export function answeredIgnored(body: string): boolean {
+  try {
+    return (JSON.parse(body) as { ignored?: unknown } | null)?.ignored === true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * The cause and fix of a delivery of a known event type answered `ignored`.
+ *
+ * @example
+ * noHandler('message.received').cause // 'no handler for message.received in `on`: misspelled key?'
+ */
+export function noHandler(type: string): Fix {
+  return {
+    cause: `no handler for ${type} in \`on\`: misspelled key?`,
+    fix:
+      `name the handler '${type}' exactly in \`on\`: the receiver verified the delivery and acknowledged it (200 ignored) without running anything ` +
+      '(at startup it logs a warning for an `on` key that is not a known event type).',
+  }
+}
+
+/**
+ * A refusal that is not an answer of svc-webhooks: the framework found no route for POST at the
+ * URL (a 404 or 405 without a code), so nothing was verified.
+ */
+export const NO_ROUTE: Fix = {
+  cause: 'no webhook route answered: this is the framework\'s own "not found" (no svc-webhooks code in the answer)',
+  fix: 'check the path (and the method, POST) the webhook route is mounted on, and give that exact URL: e.g. app.post("/webhooks/svc", webhooks(...)) is http://host:port/webhooks/svc.',
+}
+
+/** The fix for a correctly signed sample refused with invalid_signature: re-serializing it changes nothing, so the secret differs. */
+export const OTHER_SECRET: Fix = {
+  cause: 'the receiver verifies with another secret than the one this command signs with',
+  fix:
+    `give both ${SAME_SECRET}. On a receiver of many endpoints (one secret per tenant), that is the secret of the endpoint the URL names. ` +
+    '(The body sent reads the same after JSON.parse and JSON.stringify, so a re-serialized body is not the cause.)',
+}
+
 /** The code in a receiver's answer: the `code` of a JSON body, else a known code named in the text (an error page). */
 export function answerCode(body: string): RefusalCode | undefined {
   let code: unknown

@@ -5,7 +5,7 @@
  */
 import { sampleEvent, sampleEvents, signWebhook, type SignedWebhook } from '../testing.js'
 import { defineCommand, EXIT, httpUrl, integer, readBytes, type Io } from './command.js'
-import { answerCode, FIXES, type Fix } from './fixes.js'
+import { answerCode, answeredIgnored, FIXES, NO_ROUTE, noHandler, OTHER_SECRET, type Fix } from './fixes.js'
 import { clip, post, SENDER_TIMEOUT_MS, senderReading, type Answer } from './http.js'
 import { SECRET_FLAGS, signingSecret } from './secret.js'
 
@@ -35,7 +35,7 @@ point it at your own receiver.`,
       ...SECRET_FLAGS,
     },
     examples: ['npx svc-webhooks send http://127.0.0.1:3000/webhooks/svc --resend'],
-    exitCodes: '0 every answer was 2xx, 1 refused or no answer, 2 usage error.',
+    exitCodes: '0 every answer was 2xx (a sample answered "ignored" is printed as a warning), 1 refused or no answer, 2 usage error.',
   },
   async ({ values, positionals }, io) => {
     const url = httpUrl(positionals[0], 'the receiver URL (svc-webhooks send <url>)')
@@ -48,19 +48,29 @@ point it at your own receiver.`,
     const schemes: ('v2' | 'v1')[] = v1Only ? ['v1'] : ['v2', 'v1']
 
     const first = await signWebhook({ secret, body, event, id: values.id, schemes })
-    let ok = report(io, 'send', url, first, await post(url, first, timeoutMs), v1Only)
+    // A sample's bytes are what JSON.parse + JSON.stringify give back, so a signature refused on
+    // one names the secret, not a re-serializing receiver.
+    const sent: Sent = { v1Only, sample: body === undefined }
+    let ok = report(io, 'send', url, first, await post(url, first, timeoutMs), sent)
     if (values.resend) {
       // A resend keeps the id and the bytes and re-signs with a fresh timestamp (spec §6.2).
       const timestamp = Math.max(Math.floor(Date.now() / 1000), first.timestamp + 1)
       const again = await signWebhook({ secret, body: first.rawBody, id: first.id, timestamp, schemes })
-      ok = report(io, 'resend', url, again, await post(url, again, timeoutMs), v1Only) && ok
+      ok = report(io, 'resend', url, again, await post(url, again, timeoutMs), sent) && ok
     }
     return ok ? EXIT.ok : EXIT.failed
   },
 )
 
+/** What was sent, as far as reading the answer needs it. */
+interface Sent {
+  v1Only: boolean
+  /** A sample event (no --body): its bytes survive re-serialization. */
+  sample: boolean
+}
+
 /** Prints one POST and its answer; true when it was delivered. */
-function report(io: Io, what: string, url: URL, signed: SignedWebhook, answer: Answer, v1Only: boolean): boolean {
+function report(io: Io, what: string, url: URL, signed: SignedWebhook, answer: Answer, sent: Sent): boolean {
   const event = signed.headers['svc-webhook-event'] ?? '(no event field)'
   const signatures = ['svc-webhook-signature-v2', 'svc-webhook-signature'].filter((h) => h in signed.headers).map((h) => (h.endsWith('v2') ? 'v2' : 'v1'))
   io.out(`${what}: POST ${url.href}\n  id ${signed.id}  event ${event}  timestamp ${signed.timestamp}  signatures ${signatures.join(', ')}\n`)
@@ -68,23 +78,34 @@ function report(io: Io, what: string, url: URL, signed: SignedWebhook, answer: A
     io.out(`  no answer after ${Math.round(answer.ms)} ms: ${answer.error.code}: ${answer.error.meaning} (the service would count a failure and retry)\n`)
     return false
   }
-  io.out(`  ${answer.status} ${answer.statusText} in ${Math.round(answer.ms)} ms: ${senderReading(answer.status)}\n`)
-  if (answer.body !== '') io.out(`  ${clip(answer.body)}\n`)
   const delivered = answer.status >= 200 && answer.status < 300
-  if (!delivered) {
-    const fix = refusalFix(answer, v1Only)
+  const code = answerCode(answer.body)
+  const noRoute = code === undefined && (answer.status === 404 || answer.status === 405)
+  const ignored = delivered && answeredIgnored(answer.body)
+  let reading = senderReading(answer.status)
+  if (noRoute) reading = 'not delivered: nothing at this URL took the delivery (the service would not retry it)'
+  else if (ignored) reading = 'delivered, but ignored: the receiver ran no handler for it'
+  io.out(`  ${answer.status} ${answer.statusText} in ${Math.round(answer.ms)} ms: ${reading}\n`)
+  // An HTML "not found" page says nothing the hint does not.
+  if (answer.body !== '' && !noRoute) io.out(`  ${clip(answer.body)}\n`)
+  // An event type of the catalog is one the receiver is expected to handle; another is ignored by design.
+  if (ignored && Object.hasOwn(sampleEvents, event)) {
+    const fix = noHandler(event)
+    io.out(`  warning: ${fix.cause}\n  fix: ${fix.fix}\n`)
+  } else if (!delivered) {
+    const fix = noRoute ? NO_ROUTE : refusalFix(code, answer, sent)
     if (fix !== undefined) io.out(`  ${fix.cause}\n  fix: ${fix.fix}\n`)
   }
   return delivered
 }
 
 /** What the refusal means: by the answer's code, or for a 401 without one, by what a 401 most often is. */
-function refusalFix(answer: Answer, v1Only: boolean): Fix | undefined {
-  const code = answerCode(answer.body)
-  if (code === 'v1_not_allowed' && v1Only) {
+function refusalFix(code: ReturnType<typeof answerCode>, answer: Answer, sent: Sent): Fix | undefined {
+  if (code === 'v1_not_allowed' && sent.v1Only) {
     return { cause: 'v1_not_allowed: as expected with --v1-only, the receiver requires v2', fix: 'nothing, unless this receiver must accept a legacy sender (allowV1: true).' }
   }
+  if (code === 'invalid_signature' && sent.sample) return { cause: `invalid_signature: ${OTHER_SECRET.cause}`, fix: OTHER_SECRET.fix }
   if (code !== undefined) return { cause: `${code}: ${FIXES[code].cause}`, fix: FIXES[code].fix }
-  if (answer.status === 401) return { cause: 'no code in the answer; a 401 most often means the signature did not verify', fix: FIXES.invalid_signature.fix }
+  if (answer.status === 401) return { cause: 'no code in the answer; a 401 most often means the signature did not verify', fix: (sent.sample ? OTHER_SECRET : FIXES.invalid_signature).fix }
   return undefined
 }

@@ -68,7 +68,7 @@ whitespace in the secret, missing headers.`,
       lines.push(`refused: ${code} (a receiver answers ${result.status ?? ERROR_STATUS[code]})`)
     }
     lines.push('')
-    for (const check of result.checks) lines.push(`  ${check.ok ? 'ok  ' : 'FAIL'}  ${check.rule.padEnd(10)} ${check.detail}`)
+    for (const check of result.checks) lines.push(`  ${check.notRun ? '--  ' : check.ok ? 'ok  ' : 'FAIL'}  ${check.rule.padEnd(10)} ${check.detail}`)
     for (const note of notes) lines.push(`  note  ${note}`)
     for (const finding of result.findings) {
       lines.push('', `${finding.cause}:`, `  why: ${finding.why}`, `  fix: ${finding.fix}`)

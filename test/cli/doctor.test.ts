@@ -17,6 +17,8 @@ const KINDS: ReceiverKind[] = [
   'runs-duplicates',
   'rejects-unknown-events',
   'parses-json-first',
+  'other-secret',
+  'misspelled-on',
 ]
 
 beforeAll(async () => {
@@ -48,6 +50,9 @@ describe('svc-webhooks doctor', () => {
     expect(stdout).toMatch(/^\s*\d+\s+PASS\s+5 concurrent duplicates\s.*, 1 run$/m)
     expect(stdout).toMatch(/\b13 passed, 0 failed\b/)
     expect(code).toBe(0)
+    // Each forgery doctor sent left a line in the receiver's log, named by its code.
+    const codes = new Set(receivers.get('correct')!.logged.flatMap((line) => /^svc-webhooks: \d{3} (\w+)/.exec(line)?.[1] ?? []))
+    expect([...codes]).toEqual(expect.arrayContaining(['invalid_signature', 'timestamp_too_old', 'timestamp_in_future', 'v1_not_allowed', 'missing_signature']))
   })
 
   it('each row shows the code the answer carries, and the refusals expect what the answers table answers', async () => {
@@ -95,6 +100,42 @@ describe('svc-webhooks doctor', () => {
     expect(code).toBe(1)
   })
 
+  /** The table rows that were not run, by check name. */
+  const notRunRows = (stdout: string) => [...stdout.matchAll(/^\s*\d+\s+--\s+(.+?)\s{2,}.*not run: fix #1 first$/gm)].map((m) => m[1]!)
+
+  it('a receiver with another secret: one failure, named as the secret; the checks built on it say "not run: fix #1 first"', async () => {
+    const { code, stdout } = await doctor('other-secret')
+    expect(failedRows(stdout)).toEqual(['valid delivery'])
+    expect(notRunRows(stdout)).toEqual(['handler finished before the 2xx', 'resend (same id, new timestamp)', 'raw bytes: body with \\u escapes', 'unknown event type', '5 concurrent duplicates'])
+    expect(stdout).toMatch(/^7 passed, 1 failed, 5 not run$/m)
+    expect(stdout).toMatch(/^ 1 {2}valid delivery: .*another secret than the one this command signs with/m)
+    // The wrong causes each dependent row used to give.
+    expect(stdout).not.toMatch(/re-serialized body instead|verifies a re-serialized body|no handler for|Answer 429 or 503/)
+    expect(stdout).not.toMatch(DOUBLED_PERIOD)
+    expect(code).toBe(1)
+  })
+
+  it('a misspelled `on` key: the valid delivery answered 200 ignored is named, and the handler checks are not run', async () => {
+    const { code, stdout } = await doctor('misspelled-on')
+    expect(failedRows(stdout)).toEqual(['valid delivery'])
+    expect(stdout).toMatch(/^\s*1\s+FAIL\s+valid delivery\s+2xx\s+200 ignored in \d+ ms$/m)
+    expect(stdout).toContain('valid delivery: no handler for message.received in `on`: misspelled key?')
+    expect(notRunRows(stdout)).toEqual(['handler finished before the 2xx', 'resend (same id, new timestamp)', '5 concurrent duplicates'])
+    // Checks that need only a verified delivery still run.
+    expect(stdout).toMatch(/^\s*\d+\s+PASS\s+unknown event type/m)
+    expect(stdout).not.toContain('answered 2xx before its handler finished')
+    expect(code).toBe(1)
+  })
+
+  it('a wrong path (the framework\'s 404 page): the route is named, the rest not run', async () => {
+    const receiver = receivers.get('correct')!
+    const { code, stdout } = await runCli(['doctor', receiver.url.replace('/webhooks/svc', '/webhook/svc')])
+    expect(failedRows(stdout)).toEqual(['valid delivery'])
+    expect(stdout).toContain('valid delivery: 404: nothing accepts POST at this URL; check the path and method the route is mounted on.')
+    expect(notRunRows(stdout)).toEqual(['resend (same id, new timestamp)', 'raw bytes: body with \\u escapes', 'unknown event type', '5 concurrent duplicates'])
+    expect(code).toBe(1)
+  })
+
   it('express.json() before webhooks(): reads body_already_parsed from the answer and names the fix once', async () => {
     const { code, stdout } = await doctor('parses-json-first')
     expect(failedRows(stdout)).toEqual(['valid delivery'])
@@ -102,6 +143,7 @@ describe('svc-webhooks doctor', () => {
     expect(stdout).toMatch(/^stopped: the receiver answers every delivery 500 body_already_parsed/m)
     expect(stdout.match(/mount webhooks\(\) before express\.json\(\)/g)).toHaveLength(1)
     expect(stdout).not.toContain("check the receiver's logs")
+    expect(receivers.get('parses-json-first')!.logged.some((line) => line.includes('body_already_parsed') && line.includes('before express.json()'))).toBe(true)
     expect(code).toBe(1)
   })
 

@@ -53,12 +53,12 @@ describe('svc-webhooks send', () => {
     expect(unknown.code).toBe(0)
   })
 
-  it('a refusal is printed with its code and the fix (a 401 from another secret)', async () => {
+  it('a refusal is printed with its code and the one cause: a sample refused 401 is another secret, not a re-serialized body', async () => {
     const out = await runCli(['send', receiver.url], { env: { SVC_WEBHOOK_SECRET: 'svc_whsec_another-endpoints-secret' } })
     expect(out.stdout).toContain('401 Unauthorized')
-    expect(out.stdout).toMatch(/^ {2}invalid_signature: no signature matched the receiver's secret/m)
-    expect(out.stdout).toMatch(/^ {2}fix: both sides must use the endpoint's current secret/m)
-    expect(out.stdout).toContain('before express.json()')
+    expect(out.stdout).toMatch(/^ {2}invalid_signature: the receiver verifies with another secret than the one this command signs with$/m)
+    expect(out.stdout).toMatch(/^ {2}fix: give both the endpoint's current secret/m)
+    expect(out.stdout).not.toContain('before express.json()')
     expect(out.stdout + out.stderr).not.toContain('another-endpoints-secret')
     expect(out.code).toBe(1)
   })
@@ -79,9 +79,46 @@ describe('svc-webhooks send', () => {
     expect(down.stdout).toContain(`nothing is listening at ${new URL(gone.url).host}: is the server running, and on this port?`)
     expect(down.code).toBe(1)
     expect((await runCli(['send', 'ftp://127.0.0.1/x'])).code).toBe(2)
+    const noScheme = await runCli(['send', 'localhost:3000/webhooks/svc'])
+    expect(noScheme.stderr).toContain('must start with http:// or https://. Add the scheme: "http://localhost:3000/webhooks/svc".')
+    expect(noScheme.code).toBe(2)
     const noSecret = await runCli(['send', receiver.url], { env: { SVC_WEBHOOK_SECRET: undefined } })
     expect(noSecret.stderr).toContain('no secret')
     expect(noSecret.code).toBe(2)
+  })
+})
+
+describe('svc-webhooks send names the one cause', () => {
+  let misspelled: Receiver
+  beforeAll(async () => {
+    misspelled = await startReceiver('misspelled-on')
+  })
+  afterAll(async () => {
+    await misspelled.close()
+  })
+
+  it('a sample answered 200 ignored (a misspelled `on` key) is a warning that names the key, not "delivered"', async () => {
+    const out = await runCli(['send', misspelled.url])
+    expect(out.stdout).toMatch(/^ {2}200 OK in \d+ ms: delivered, but ignored: the receiver ran no handler for it$/m)
+    expect(out.stdout).toMatch(/^ {2}warning: no handler for message\.received in `on`: misspelled key\?$/m)
+    expect(out.stdout).not.toMatch(/ms: delivered$/m)
+    expect(out.code).toBe(0) // the sender reads a 2xx as delivered: a warning, not a failure
+  })
+
+  it('an event type outside the catalog answered ignored is expected: no warning', async () => {
+    const out = await runCli(['send', receiver.url, '--event', 'template.approved'])
+    expect(out.stdout).toContain('{"ok":true,"ignored":true}')
+    expect(out.stdout).not.toContain('warning')
+    expect(out.code).toBe(0)
+  })
+
+  it("a wrong path (the framework's 404 page) gets a route hint, not \"a permanent refusal\"", async () => {
+    const out = await runCli(['send', receiver.url.replace('/webhooks/svc', '/webhook/svc')])
+    expect(out.stdout).toMatch(/^ {2}404 Not Found in \d+ ms: not delivered: nothing at this URL took the delivery/m)
+    expect(out.stdout).toContain('fix: check the path (and the method, POST) the webhook route is mounted on')
+    expect(out.stdout).not.toContain('a permanent refusal')
+    expect(out.stdout).not.toContain('<!DOCTYPE html>')
+    expect(out.code).toBe(1)
   })
 })
 
@@ -183,7 +220,7 @@ describe('the command line', () => {
     const bin = join(dir, 'node_modules', '.bin')
     mkdirSync(bin, { recursive: true })
     symlinkSync(CLI, join(bin, 'svc-webhooks'))
-    expect(execFileSync(process.execPath, [join(bin, 'svc-webhooks'), '--version'], { cwd: dir, encoding: 'utf8' })).toBe(`${version}\n`)
+    expect(execFileSync(process.execPath, [join(bin, 'svc-webhooks'), '--version'], { cwd: dir, encoding: 'utf8', stdio: 'pipe' })).toBe(`${version}\n`)
   })
 
   it('--secret-env names the variable it read; a value that is not a variable name is not echoed', async () => {

@@ -55,7 +55,7 @@ describe('svc-webhooks send to a tenant URL', () => {
     const out = await as(GLOBEX_NEW, ['send', receiver.url('acme')])
     expect(out.stdout).toMatch(/^ {2}401 Unauthorized in \d+ ms: a permanent refusal: the service would not retry it$/m)
     expect(out.stdout).toContain(JSON.stringify(ANSWERS.invalid_signature.body))
-    expect(out.stdout).toMatch(/^ {2}invalid_signature: no signature matched the receiver's secret/m)
+    expect(out.stdout).toMatch(/^ {2}invalid_signature: the receiver verifies with another secret/m)
     expect(out.stdout).toContain('On a receiver of many endpoints (one secret per tenant), that is the secret of the endpoint the URL names.')
     expect(out.code).toBe(1)
     expectNoSecret(out)

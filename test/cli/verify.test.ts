@@ -141,6 +141,9 @@ describe('svc-webhooks verify', () => {
     expect(out.stdout).toContain('refused: missing_id (a receiver answers 400)')
     expect(out.stdout).toMatch(/^missing headers:$/m)
     expect(out.stdout).toContain('x-svc-webhook-id')
+    // The signature covers the id: without it, a mismatch would name a wrong cause.
+    expect(out.stdout).toMatch(/^ {2}-- {4}signature {2}not run: fix "headers" first$/m)
+    expect(out.stdout).not.toMatch(/^wrong secret:$/m)
     expect(out.code).toBe(1)
   })
 

@@ -11,12 +11,14 @@ import { execFile } from 'node:child_process'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { resolve } from 'node:path'
-import express, { type ErrorRequestHandler } from 'express'
+import express from 'express'
 import { createWebhookReceiver, MemoryStore, verifyWebhook, type WebhookHandlers } from 'svc-webhooks'
 import { webhooks } from 'svc-webhooks/express'
 import { createNodeHandler } from 'svc-webhooks/node'
 
 export const SECRET = 'svc_whsec_Y2xpLXRlc3RzLXNlY3JldC1kby1ub3QtdXNl'
+/** The secret of the 'other-secret' receiver: another endpoint's, or a stale deploy's. */
+const OTHER_SECRET = 'svc_whsec_YW5vdGhlci1lbmRwb2ludHMtc2VjcmV0LWRvLW5vdC11c2U'
 
 export type ReceiverKind =
   | 'correct'
@@ -34,16 +36,19 @@ export type ReceiverKind =
   | 'runs-duplicates'
   /** Verifies, but answers 400 to an event type it has no handler for. */
   | 'rejects-unknown-events'
-  /**
-   * Express with express.json() mounted before webhooks(): every delivery is answered 500 with
-   * code body_already_parsed by an error handler that sends the error's status and code.
-   */
+  /** Express with express.json() mounted before webhooks(): every delivery is answered 500 body_already_parsed. */
   | 'parses-json-first'
+  /** Correct, but configured with another secret than the one the CLI signs with: every delivery is refused 401. */
+  | 'other-secret'
+  /** Correct, but its `on` key is misspelled ('message.recieved'): every delivery is answered 200 ignored. */
+  | 'misspelled-on'
 
 export interface Receiver {
   url: string
   runsUrl: string
   close: () => Promise<void>
+  /** The lines the receiver logged (receivers built on createWebhookReceiver), captured instead of printed. */
+  logged: string[]
 }
 
 async function readBody(req: IncomingMessage): Promise<Uint8Array> {
@@ -72,13 +77,23 @@ export async function startReceiver(kind: ReceiverKind): Promise<Receiver> {
   }
   const on: WebhookHandlers = { 'message.received': (_event, delivery) => record(delivery.id) }
   const store = new MemoryStore()
-  const receiver = createWebhookReceiver({ secret: SECRET, on, store })
+  const logged: string[] = []
+  const log = (line: string) => void logged.push(line)
+  const receiver =
+    kind === 'other-secret'
+      ? createWebhookReceiver({ secret: OTHER_SECRET, on, store, log })
+      : kind === 'misspelled-on'
+        ? // The typo users make; the cast stands in for a JavaScript receiver (TypeScript refuses the key).
+          createWebhookReceiver({ secret: SECRET, on: { 'message.recieved': on['message.received'] } as WebhookHandlers, store, log })
+        : createWebhookReceiver({ secret: SECRET, on, store, log })
   const seen = new Set<string>()
 
   async function webhook(req: IncomingMessage, res: ServerResponse, body: Uint8Array): Promise<void> {
     const headers = req.headers
     for (const id of pending.splice(0)) record(id)
     switch (kind) {
+      case 'other-secret':
+      case 'misspelled-on':
       case 'correct': {
         const answer = await receiver.handle({ method: req.method, body, headers })
         res.writeHead(answer.status, answer.headers).end(answer.body)
@@ -98,7 +113,7 @@ export async function startReceiver(kind: ReceiverKind): Promise<Receiver> {
       case 'ignores-timestamp': {
         // The bug: "now" is whatever the request says it is.
         const signedAt = Number(headers['svc-webhook-timestamp']) * 1000
-        const lax = createWebhookReceiver({ secret: SECRET, on, store, now: () => signedAt })
+        const lax = createWebhookReceiver({ secret: SECRET, on, store, now: () => signedAt, log })
         const answer = await lax.handle({ method: req.method, body, headers })
         res.writeHead(answer.status, answer.headers).end(answer.body)
         return
@@ -142,21 +157,19 @@ export async function startReceiver(kind: ReceiverKind): Promise<Receiver> {
       .then((body) => webhook(req, res, body))
       .catch(() => send(res, 500, { ok: false }))
   })
-  return listen(server)
+  return { ...(await listen(server)), logged }
 }
 
 /** The mounting bug of many first integrations: a JSON body parser for the whole app, above the webhook route. */
 async function startParsesJsonFirst(): Promise<Receiver> {
   const runs: Record<string, number> = {}
+  const logged: string[] = []
   const app = express()
   app.use(express.json())
-  app.post('/webhooks/svc', webhooks({ secret: SECRET, on: { 'message.received': (_event, delivery) => void (runs[delivery.id] = (runs[delivery.id] ?? 0) + 1) } }))
+  const on: WebhookHandlers = { 'message.received': (_event, delivery) => void (runs[delivery.id] = (runs[delivery.id] ?? 0) + 1) }
+  app.post('/webhooks/svc', webhooks({ secret: SECRET, on, log: (line) => void logged.push(line) }))
   app.get('/runs', (_req, res) => void res.json({ runs }))
-  const answerWithCode: ErrorRequestHandler = (error: { status?: number; code?: string }, _req, res, _next) => {
-    res.status(error.status ?? 500).json({ ok: false, code: error.code })
-  }
-  app.use(answerWithCode)
-  return listen(createServer(app))
+  return { ...(await listen(createServer(app))), logged }
 }
 
 /** The tenants of the multi-tenant receivers: acme has one secret, globex two (a rotation). */
@@ -212,7 +225,7 @@ export async function startTenantReceiver(kind: TenantReceiverKind): Promise<Ten
   return { url: (tenant) => `${base}/tenants/${tenant}/webhooks`, runsUrl, close }
 }
 
-async function listen(server: Server): Promise<Receiver> {
+async function listen(server: Server): Promise<Omit<Receiver, 'logged'>> {
   await new Promise<void>((done) => server.listen(0, '127.0.0.1', done))
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   return {

@@ -69,7 +69,7 @@ export interface WorkerdServer {
  * const server = await startWorkerd({ script, bindings: { SVC_WEBHOOK_SECRET: CASE_SECRET } })
  */
 export async function startWorkerd(
-  options: { script: string } & Partial<Pick<MiniflareOptions, 'bindings' | 'durableObjects'>>,
+  options: { script: string } & Partial<Pick<MiniflareOptions, 'bindings' | 'durableObjects' | 'queueProducers' | 'queueConsumers'>>,
   timeoutMs = 60_000,
 ): Promise<WorkerdServer> {
   let output = ''
@@ -79,6 +79,8 @@ export async function startWorkerd(
     compatibilityDate: COMPATIBILITY_DATE,
     bindings: options.bindings ?? {},
     durableObjects: options.durableObjects ?? {},
+    ...(options.queueProducers ? { queueProducers: options.queueProducers } : {}),
+    ...(options.queueConsumers ? { queueConsumers: options.queueConsumers } : {}),
     host: '127.0.0.1',
     port: 0,
     handleRuntimeStdio(stdout: Readable, stderr: Readable) {
