@@ -13,6 +13,7 @@ const optional = Object.fromEntries(
   Object.entries({
     redis: 'src/stores/redis.ts',
     postgres: 'src/stores/postgres.ts',
+    opentelemetry: 'src/opentelemetry.ts',
     cli: 'src/cli/index.ts',
   }).filter(([, file]) => existsSync(file)),
 )

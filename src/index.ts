@@ -5,6 +5,7 @@
 export { ERROR_STATUS, WebhookVerificationError, isWebhookVerificationError, type WebhookErrorCode } from './errors.js'
 export { isEventType, KNOWN_EVENT_TYPES } from './events.js'
 export type { ReceiverStats, WebhookLog } from './visibility.js'
+export type { ProcessStart, TelemetryGauges, TelemetryResult, TelemetryScope, WebhookTelemetry } from './telemetry.js'
 export type {
   MessageReceivedEvent,
   UnknownWebhookEvent,

@@ -17,6 +17,7 @@ import { quietly, type ClaimResult, type IdempotencyStore } from './stores/store
 import { matchSignature, type VerifiedDelivery } from './verify.js'
 import type { WebhookInbox, WebhookInboxProducer } from './inbox/inbox.js'
 import { createLogWindow, printable } from './log-window.js'
+import type { WebhookTelemetry } from './telemetry.js'
 import { AnswerCounter, callHook, ownError, resolveLog, resultLine, seenBySender, startupWarnings, type ReceiverStats, type WebhookLog } from './visibility.js'
 
 export type { WebhookAnswerCode, WebhookOutcome, WebhookResponse } from './answers.js'
@@ -114,6 +115,13 @@ export interface WebhookReceiverOptions<R = any> extends VerifyOptions<R> {
    * a throw or a rejection is swallowed and never changes the answer.
    */
   onResult?: (result: WebhookResult) => unknown
+  /**
+   * Traces and metrics: `openTelemetry()` from `svc-webhooks/opentelemetry`, or your own
+   * {@link WebhookTelemetry}. A span per delivery received; with `inbox`, its trace context is
+   * accepted with the delivery so the worker's process span joins the same trace.
+   * @default none (nothing is called)
+   */
+  telemetry?: WebhookTelemetry
 }
 
 /** A request as the receiver sees it. `method`, when given, must be POST. */
@@ -230,6 +238,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     retentionMs = DEFAULT_RETENTION_MS,
     retryAfterSeconds = 5,
     onResult,
+    telemetry,
   } = options
   const log = resolveLog(options.log)
   if (inbox !== undefined && typeof inbox?.append !== 'function') {
@@ -262,6 +271,9 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     const secrets = typeof options.secret === 'function' ? undefined : [options.secret].flat()
     for (const line of startupWarnings(on, secrets)) log(line)
   }
+  if (telemetry !== undefined && (typeof telemetry?.receive !== 'function' || typeof telemetry.process !== 'function')) {
+    throw new TypeError('svc-webhooks: `telemetry` must be a WebhookTelemetry, e.g. openTelemetry() from svc-webhooks/opentelemetry.')
+  }
   const counter = new AnswerCounter(log)
   const ignoredTypes = new Set<string>()
   const answers: RenderedAnswers = renderAnswers(retryAfterSeconds)
@@ -287,6 +299,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
   async function receive(request: R, transport: WebhookTransport<R>): Promise<WebhookResponse> {
     // `durationMs` is for onResult only: without it, no clock reads for it.
     const started = onResult ? now() : 0
+    const scope = telemetry?.receive()
     const result: WebhookResult = { outcome: 'processed', status: 0, durationMs: 0 }
     let answer: WebhookResponse
     // The `secret` lookup found this request's endpoint: its name is a real tenant's, not one made up in a URL.
@@ -312,7 +325,9 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
           // node:crypto answers at once, and a body already held needs no waiting: no promise then.
           const matched = matchSignature(signed, read instanceof Uint8Array ? read : await read, secrets, true)
           delivery = (matched instanceof Promise ? await matched : matched) as VerifiedDelivery
+          scope?.verified()
         } catch (error) {
+          scope?.verified()
           answer = await refuse(request, transport, result, error)
           break flow
         }
@@ -351,7 +366,18 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
         if (inbox) {
           const { id, timestamp, signatureVersion, secretIndex, rawBody } = delivery
           try {
-            const appended = await inbox.append({ keys, endpoint: result.endpoint!, id, timestamp, signatureVersion, secretIndex, rawBody, receivedAt: now() })
+            const traceparent = scope?.traceparent()
+            const appended = await inbox.append({
+              keys,
+              endpoint: result.endpoint!,
+              id,
+              timestamp,
+              signatureVersion,
+              secretIndex,
+              rawBody,
+              receivedAt: now(),
+              ...(traceparent ? { traceparent } : {}),
+            })
             answer = end(result, appended === 'accepted' ? 'accepted' : 'duplicate')
           } catch (error) {
             answer = end(result, 'inbox_unavailable', error)
@@ -380,7 +406,9 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
         }
 
         try {
-          const ran = handler!(delivery.event, delivery as VerifiedDelivery<unknown>)
+          const ran = scope
+            ? scope.run(() => handler!(delivery.event, delivery as VerifiedDelivery<unknown>))
+            : handler!(delivery.event, delivery as VerifiedDelivery<unknown>)
           // A synchronous handler costs no extra turn of the event loop.
           if (ran !== null && typeof ran === 'object' && typeof (ran as Promise<unknown>).then === 'function') await ran
         } catch (error) {
@@ -412,6 +440,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     transport.discard?.(request, bodyTimeoutMs)
     result.status = answer.status
     if (onResult) result.durationMs = now() - started
+    scope?.end(result)
     report(result, tenantFound)
     return answer
   }
@@ -461,16 +490,19 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     callHook(onResult, result)
   }
 
+  async function stats(): Promise<ReceiverStats> {
+    const stats = counter.snapshot()
+    // A push queue (Cloudflare Queues) cannot be counted from inside: no figures then.
+    const counted = inbox as Partial<WebhookInbox> | undefined
+    if (typeof counted?.stats === 'function') stats.inbox = await counted.stats()
+    return stats
+  }
+  telemetry?.observe?.('receiver', stats)
+
   return {
     options,
     receive,
-    async stats() {
-      const stats = counter.snapshot()
-      // A push queue (Cloudflare Queues) cannot be counted from inside: no figures then.
-      const counted = inbox as Partial<WebhookInbox> | undefined
-      if (typeof counted?.stats === 'function') stats.inbox = await counted.stats()
-      return stats
-    },
+    stats,
     handle(request) {
       const method = request?.method
       let bytes: Uint8Array
@@ -481,6 +513,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
         const result: WebhookResult = { outcome: 'refused', status: 0, durationMs: 0 }
         const response = end(result, answerNameOf(error), error)
         result.status = response.status
+        telemetry?.receive().end(result)
         report(result, false)
         return Promise.resolve(response)
       }

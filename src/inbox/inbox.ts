@@ -26,6 +26,11 @@ export interface InboxDelivery {
   rawBody: Uint8Array
   /** When it was accepted, in milliseconds since the epoch. */
   receivedAt: number
+  /**
+   * The W3C `traceparent` of the span that received it (with `telemetry`), so the worker's
+   * process span joins the receive span's trace. Engines keep it with the delivery.
+   */
+  traceparent?: string
 }
 
 /** A delivery taken by a worker: held under `lease` until completed, retried, buried or the lease expires. */

@@ -23,7 +23,7 @@ let optionsCalls = 0
 
 const caseWorker = withWebhooks((env: Env) => {
   optionsCalls++
-  return { on: app.on, maxBodyBytes: app.options.maxBodyBytes, store: new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY) }
+  return { on: app.on, maxBodyBytes: app.options.maxBodyBytes, telemetry: app.telemetry, store: new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY) }
 })
 // Many endpoints, one receiver: the secrets come from `env`, the tenant from the URL path (a Worker has no router).
 const tenantWorker = withWebhooks((env: Env) => ({

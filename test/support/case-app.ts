@@ -17,10 +17,13 @@
  *   same handlers; `secret` is an async lookup of TENANT_SECRETS (globex holds a rotation list,
  *   an unknown tenant has none, BROKEN_TENANT's lookup rejects), `endpoint` is the tenant, and
  *   each processed delivery is recorded under its endpoint too.
+ * - Both routes get the app's `telemetry`, which records how each receive scope ended (its
+ *   status), so every row also checks that each entry reports one scope per request.
  * - GET RUNS_PATH: `runsJson()`, i.e. { runs: { [id]: successfulRuns }, attempts: { [id]: attempts },
- *   endpoints: { [endpoint]: { [id]: successfulRuns } } }. In-process transports read `record()` instead.
+ *   endpoints: { [endpoint]: { [id]: successfulRuns } }, scopes: [status...] }. In-process
+ *   transports read `record()` instead.
  */
-import type { EndpointLookup, SecretLookup, Secrets, WebhookHandlers, WebhookResult } from 'svc-webhooks'
+import type { EndpointLookup, SecretLookup, Secrets, TelemetryScope, WebhookHandlers, WebhookResult, WebhookTelemetry } from 'svc-webhooks'
 import { BROKEN_TENANT, CASE_MAX_BODY_BYTES, CASE_SECRET, TENANT_SECRETS } from './case-table-constants.js'
 
 export {
@@ -41,6 +44,8 @@ export interface RunsRecord {
   attempts: Record<string, number>
   /** Successful runs on the multi-tenant route, by endpoint (tenant) and delivery id. */
   endpoints: Record<string, Record<string, number>>
+  /** The status each ended receive scope reported to `telemetry`, in order. */
+  scopes: number[]
 }
 
 /** Receiver options of the multi-tenant route, for an entry whose request type is `R`. */
@@ -50,13 +55,16 @@ export interface TenantOptions<R> {
   maxBodyBytes: number
   on: WebhookHandlers
   onResult: (result: WebhookResult) => void
+  telemetry: WebhookTelemetry
 }
 
 /** Handlers that record their runs, and the JSON body the runs route answers with. */
 export interface CaseApp {
   on: WebhookHandlers
   /** Receiver options for the case table (spread them into the adapter's options). */
-  options: { secret: string; maxBodyBytes: number; on: WebhookHandlers }
+  options: { secret: string; maxBodyBytes: number; on: WebhookHandlers; telemetry: WebhookTelemetry }
+  /** The recording telemetry (for entries that build their own options). */
+  telemetry: WebhookTelemetry
   /**
    * Receiver options for the multi-tenant route: `tenantOf` is how the entry reads the tenant
    * from its own request. `secrets` replaces TENANT_SECRETS (e.g. read from a Worker's `env`).
@@ -78,6 +86,15 @@ export function createCaseApp(): CaseApp {
   const runs: Record<string, number> = {}
   const attempts: Record<string, number> = {}
   const endpoints: Record<string, Record<string, number>> = {}
+  const scopes: number[] = []
+  // Records what each entry reports; the mapping to OpenTelemetry is tested with the real SDK apart.
+  const scope = (): TelemetryScope => ({
+    verified: () => undefined,
+    run: (fn) => fn(),
+    traceparent: () => undefined,
+    end: (result) => void scopes.push(result.status ?? 0),
+  })
+  const telemetry: WebhookTelemetry = { receive: scope, process: scope }
   const on: WebhookHandlers = {
     'message.received': async (event, delivery) => {
       attempts[delivery.id] = (attempts[delivery.id] ?? 0) + 1
@@ -94,7 +111,8 @@ export function createCaseApp(): CaseApp {
   }
   return {
     on,
-    options: { secret: CASE_SECRET, maxBodyBytes: CASE_MAX_BODY_BYTES, on },
+    options: { secret: CASE_SECRET, maxBodyBytes: CASE_MAX_BODY_BYTES, on, telemetry },
+    telemetry,
     tenantOptions: <R>(tenantOf: (request: R) => string | undefined, secrets = TENANT_SECRETS) => ({
       secret: async (request: R) => {
         const tenant = tenantOf(request)
@@ -106,12 +124,14 @@ export function createCaseApp(): CaseApp {
       maxBodyBytes: CASE_MAX_BODY_BYTES,
       on,
       onResult,
+      telemetry,
     }),
     record: () => ({
       runs: { ...runs },
       attempts: { ...attempts },
       endpoints: Object.fromEntries(Object.entries(endpoints).map(([endpoint, byId]) => [endpoint, { ...byId }])),
+      scopes: [...scopes],
     }),
-    runsJson: () => JSON.stringify({ runs, attempts, endpoints }),
+    runsJson: () => JSON.stringify({ runs, attempts, endpoints, scopes }),
   }
 }

@@ -92,15 +92,20 @@ function expectAnswer(response: CaseResponse, name: AnswerName): void {
  */
 export async function runRow(transport: CaseTransport, row: CaseRow): Promise<void> {
   const first = row.delivery ? await sign(row) : undefined
+  const scopesBefore = (await transport.record()).scopes?.length ?? 0
+  const statuses: number[] = []
   for (const send of row.sends) {
     if (send.copies === undefined) {
       const signed = send.later === undefined && send.secret === undefined ? first : await sign(row, first, send.later, send.secret)
-      expectAnswer(await transport.send(request(send, signed)), send.answer)
+      const response = await transport.send(request(send, signed))
+      statuses.push(response.status)
+      expectAnswer(response, send.answer)
       continue
     }
     // Each copy signed afresh, up to two seconds apart: concurrent resends are not byte-identical.
     const copies = await Promise.all(Array.from({ length: send.copies }, (_, i) => sign(row, first, (send.later ?? 0) + (i % 3), send.secret)))
     const responses = await Promise.all(copies.map((signed) => transport.send(request(send, signed))))
+    statuses.push(...responses.map((response) => response.status))
     const names = [send.answer, ...(send.others ?? [])]
     const got = responses.map((response) => names.find((name) => is(response, name)))
     const seen = responses.map((response) => `${response.status} ${response.body}`)
@@ -108,8 +113,10 @@ export async function runRow(transport: CaseTransport, row: CaseRow): Promise<vo
     expect(got.filter((name) => name === send.answer), `exactly one ${send.answer}: ${seen.join(' | ')}`).toHaveLength(1)
     responses.forEach((response, i) => expectAnswer(response, got[i]!))
   }
-  if (row.runs === undefined && row.tenantRuns === undefined) return
   const record = await transport.record()
+  // Every request reported one ended receive scope to `telemetry`, with the status it was answered.
+  const scopes = (record.scopes ?? []).slice(scopesBefore)
+  expect([...scopes].sort(), 'telemetry: one receive scope per request, with its status').toEqual([...statuses].sort())
   if (row.runs !== undefined) expect(record.runs[first!.id] ?? 0, 'handler runs').toBe(row.runs)
   if (row.tenantRuns !== undefined) {
     const byTenant = Object.fromEntries(Object.keys(record.endpoints ?? {}).flatMap((tenant) => {

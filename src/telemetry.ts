@@ -1,0 +1,66 @@
+/**
+ * The telemetry hook every entry, the receiver and the inbox worker call (DESIGN.md
+ * "Observability in the stack teams run"): a scope per delivery received and per delivery
+ * processed, ended with its result. The core imports no tracing library: `svc-webhooks/opentelemetry`
+ * implements this interface over `@opentelemetry/api`, and with no `telemetry` option nothing is
+ * called at all.
+ */
+
+/** What a scope is ended with: the receiver's `WebhookResult` or the worker's `InboxWorkerResult` fit it. */
+export interface TelemetryResult {
+  outcome: string
+  /** The HTTP status answered (receive only). */
+  status?: number
+  /** The refusal or answer code, when not a success. */
+  code?: string
+  id?: string
+  endpoint?: string
+  eventType?: string
+  /** Handler attempts so far (process only). */
+  attempts?: number
+  error?: unknown
+}
+
+/** One delivery's span and measurements, from arrival (or take) to its result. */
+export interface TelemetryScope {
+  /** The signature was checked (verified or refused): verification duration ends here. */
+  verified(): void
+  /** Runs `fn` (the handler) inside this scope, so the spans it starts are its children; times it. */
+  run<T>(fn: () => T): T
+  /** A W3C `traceparent` for this scope, carried with an accepted delivery to the worker's process scope. */
+  traceparent(): string | undefined
+  /** Ends the scope with its result. Called exactly once. */
+  end(result: TelemetryResult): void
+}
+
+/** A delivery a worker is about to process. */
+export interface ProcessStart {
+  id: string
+  endpoint: string
+  /** The receive scope's `traceparent`, as accepted with the delivery. */
+  traceparent?: string
+}
+
+/** Figures read when a metrics backend collects (observable gauges). */
+export interface TelemetryGauges {
+  /** Failing answers in a row (the receiver). */
+  consecutiveFailures?: number
+  /** The inbox's figures. */
+  inbox?: { depth: number; oldestAgeMs: number; retrying: number; dead: number }
+}
+
+/**
+ * A telemetry backend. `svc-webhooks/opentelemetry`'s `openTelemetry()` is one; write your own for
+ * another backend.
+ */
+export interface WebhookTelemetry {
+  /** A request arrived: called before anything of it is read. */
+  receive(): TelemetryScope
+  /** A worker (or the Queues consumer) starts processing an accepted delivery. */
+  process(start: ProcessStart): TelemetryScope
+  /**
+   * Registers a source of gauges read at each collection (`component` tells a receiver from a
+   * worker). Returns a function that unregisters it.
+   */
+  observe?(component: 'receiver' | 'worker', read: () => Promise<TelemetryGauges> | TelemetryGauges): () => void
+}
