@@ -21,14 +21,12 @@
  * (depth, oldest age, retrying, dead) cannot be computed from a Worker: a Queue has no read or
  * count API for its producers; read its backlog in the Queue's metrics (dashboard, GraphQL API).
  */
-import { decodeUtf8 } from '#crypto'
 import { fromBase64, toBase64 } from '../base64.js'
-import type { WebhookEvent } from '../events.js'
 import type { WebhookHandler, WebhookHandlers } from '../receiver.js'
 import { quietly, type ClaimResult, type IdempotencyStore } from '../stores/store.js'
-import { callHook } from '../visibility.js'
+import { callHook, resolveLog, type WebhookLog } from '../visibility.js'
 import { DEFAULT_INBOX_RETENTION_MS, type AppendResult, type InboxDelivery, type WebhookInboxProducer } from './inbox.js'
-import { retryDelay, type InboxWorkerResult } from './worker.js'
+import { processDelivery, retryDelay, type InboxWorkerResult, type ProcessPolicy } from './process.js'
 
 /** The parts of a Queue producer binding (`env.WEBHOOK_QUEUE`) the inbox uses (structural: no workers-types needed). */
 export interface QueueProducerLike {
@@ -180,16 +178,22 @@ export class QueueInbox implements WebhookInboxProducer {
 
 /** Options of {@link createQueueConsumer}. */
 export interface QueueConsumerOptions {
-  /** Handlers by event type, called as `handler(event, delivery)`, as in the receiver. */
+  /** Handlers by event type, called as `handler(event, delivery)`, as in the receiver; `delivery.signal` is aborted past the deadline. */
   on: WebhookHandlers
   /** The store that keeps each id processed once: the same `DurableObjectStore` the inbox uses. */
   store: IdempotencyStore
   /**
    * How long a message's id is held while its handler runs. A copy delivered meanwhile is retried
-   * after this long; a crashed consumer's id is free again after it.
+   * after this long; a crashed consumer's id is free again after it. At least `handlerTimeoutMs`.
    * @default 900000 (15 min, a consumer invocation's wall-clock limit)
    */
   leaseMs?: number
+  /**
+   * The longest a handler may run: past it its `delivery.signal` is aborted and the message is
+   * retried with backoff ("handler timed out after … ms"). Within a consumer invocation's 15 min.
+   * @default 300000 (5 min)
+   */
+  handlerTimeoutMs?: number
   /**
    * How long a processed id is remembered.
    * @default 259200000 (72 h)
@@ -205,6 +209,12 @@ export interface QueueConsumerOptions {
    * @default 3600000 (1 h)
    */
   maxRetryDelayMs?: number
+  /**
+   * Where the consumer's lines go (a handler's first failure and every fifth, a result that could
+   * not be recorded), as the worker's: a function taking one line, or false for none.
+   * @default console.warn
+   */
+  log?: WebhookLog
   /** Called once per message with how it ended. May be sync or async; a throw or a rejection is swallowed. */
   onResult?: (result: InboxWorkerResult) => unknown
   /**
@@ -216,9 +226,12 @@ export interface QueueConsumerOptions {
 
 /**
  * Creates the Worker's `queue()` consumer for deliveries a {@link QueueInbox} sent: runs each
- * handler once per id, acks on success, `retry({ delaySeconds })` with backoff on failure. A type
- * with no handler is acked without running. A message that is not a delivery is retried, so the
- * Queue dead-letters it rather than dropping it: keep the Queue for webhooks only.
+ * handler once per id through the inbox worker's own processing path (store claim, the handler
+ * under `handlerTimeoutMs`, ack on success, `retry({ delaySeconds })` with backoff on failure). A
+ * type with no handler is acked without running. A message that is not a delivery is retried, so
+ * the Queue dead-letters it after `max_retries` rather than dropping it: keep the Queue for
+ * webhooks only. Crash loops are bounded by the Queue itself: its `attempts` count every
+ * delivery of a message, crashed invocations included, up to `max_retries`.
  *
  * @example
  * // A consumer Worker of its own (the receiving Worker uses withWebhooks({ queue, store, ... })):
@@ -229,70 +242,63 @@ export interface QueueConsumerOptions {
  */
 export function createQueueConsumer(options: QueueConsumerOptions): (batch: QueueBatchLike) => Promise<void> {
   const { on, store, onResult, now = Date.now } = options
-  const { leaseMs = 15 * 60 * 1000, retentionMs = DEFAULT_INBOX_RETENTION_MS, firstRetryDelayMs = 1000, maxRetryDelayMs = 60 * 60 * 1000 } = options
+  const { leaseMs = 15 * 60 * 1000, handlerTimeoutMs = 5 * 60 * 1000, retentionMs = DEFAULT_INBOX_RETENTION_MS, firstRetryDelayMs = 1000, maxRetryDelayMs = 60 * 60 * 1000 } = options
   if (typeof on !== 'object' || on === null) throw new TypeError('svc-webhooks: the Queue consumer needs `on`, the handlers by event type.')
   if (!isStore(store)) throw new TypeError('svc-webhooks: the Queue consumer needs `store`, e.g. new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY): Queues deliver at least once.')
-  for (const [name, value] of Object.entries({ leaseMs, retentionMs, firstRetryDelayMs, maxRetryDelayMs })) positive(value, name)
-  const handlers = on as Record<string, WebhookHandler<unknown> | undefined>
+  for (const [name, value] of Object.entries({ leaseMs, handlerTimeoutMs, retentionMs, firstRetryDelayMs, maxRetryDelayMs })) positive(value, name)
+  if (handlerTimeoutMs > leaseMs) throw new TypeError('svc-webhooks: the Queue consumer `handlerTimeoutMs` must not exceed `leaseMs`: the id would be free while the handler still runs.')
+  const log = resolveLog(options.log)
+  const say = (text: string): void => callHook(log, `svc-webhooks: queue consumer: ${text}`)
 
   // A logging hook must not turn a processed message into a retried one: callHook swallows its failures.
-  const report = (result: InboxWorkerResult): void => callHook(onResult, result)
+  const policy: ProcessPolicy = {
+    handlers: on as Record<string, WebhookHandler<unknown> | undefined>,
+    store,
+    storeKey: (delivery) => PROCESSED_PREFIX + delivery.keys[0],
+    claimMs: leaseMs,
+    retentionMs,
+    handlerTimeoutMs,
+    // The Queue's own attempts (crashed invocations included) and max_retries bound both.
+    maxStalledCount: Infinity,
+    maxRetryAgeMs: Infinity,
+    firstRetryDelayMs,
+    maxRetryDelayMs,
+    // Another copy is running (or crashed holding the id): look again once its claim is over.
+    inFlightDelayMs: leaseMs,
+    now,
+    report: (result) => callHook(onResult, result),
+    say,
+    inboxError: () => undefined,
+  }
 
   async function handle(msg: QueueMessageLike): Promise<void> {
-    const started = now()
-    const later = (delayMs: number): number => {
-      const seconds = Math.min(MAX_DELAY_SECONDS, Math.max(1, Math.ceil(delayMs / 1000)))
-      msg.retry({ delaySeconds: seconds })
-      return seconds * 1000
+    // A Queue message is acked or retried by a plain call: nothing to wait for, nothing lost.
+    const retry = async (delayMs: number): Promise<boolean> => {
+      msg.retry({ delaySeconds: Math.min(MAX_DELAY_SECONDS, Math.max(1, Math.ceil(delayMs / 1000))) })
+      return true
     }
-    const backoff = () => later(retryDelay(msg.attempts, firstRetryDelayMs, maxRetryDelayMs))
     let delivery: InboxDelivery
-    let event: WebhookEvent
     try {
       delivery = fromQueued(msg.body)
-      event = JSON.parse(decodeUtf8(delivery.rawBody)) as WebhookEvent
     } catch (error) {
-      const retryInMs = backoff()
-      return report({ outcome: 'retrying', id: msg.id, endpoint: '', attempts: msg.attempts, error, retryInMs, durationMs: now() - started })
+      const retryInMs = retryDelay(msg.attempts, firstRetryDelayMs, maxRetryDelayMs)
+      await retry(retryInMs)
+      return callHook(onResult, { outcome: 'retrying', id: msg.id, endpoint: '', attempts: msg.attempts, error, retryInMs, durationMs: 0 })
     }
-    const base = { id: delivery.id, endpoint: delivery.endpoint, eventType: event.event, attempts: msg.attempts }
-    const done = (outcome: InboxWorkerResult['outcome'], more: Partial<InboxWorkerResult> = {}) => report({ ...base, outcome, ...more, durationMs: now() - started })
-    const handler = Object.hasOwn(handlers, event.event) ? handlers[event.event] : undefined
-    if (handler === undefined) {
-      msg.ack()
-      return done('ignored')
-    }
-    const key = PROCESSED_PREFIX + delivery.keys[0]
-    const owner = crypto.randomUUID()
-    let claim: ClaimResult
-    try {
-      claim = await store.claim(key, owner, leaseMs)
-    } catch (error) {
-      return done('retrying', { error, retryInMs: backoff() })
-    }
-    if (claim === 'completed') {
-      msg.ack()
-      return done('duplicate')
-    }
-    // Another copy is running (or crashed holding the id): look again once its lease is over.
-    if (claim === 'in_flight') return done('in_flight', { retryInMs: later(leaseMs) })
-    const { id, timestamp, signatureVersion, secretIndex, rawBody } = delivery
-    try {
-      await handler(event, { id, timestamp, signatureVersion, secretIndex, rawBody, event })
-    } catch (error) {
-      await quietly(() => store.release(key, owner))
-      return done('retrying', { error, retryInMs: backoff() })
-    }
-    // The handler's work is done: ack even if recording it fails (the claim then expires).
-    let owned = true
-    let failure: unknown
-    try {
-      owned = await store.complete(key, owner, retentionMs)
-    } catch (error) {
-      failure = error
-    }
-    msg.ack()
-    done(owned ? 'processed' : 'lease_lost', failure === undefined ? {} : { error: failure })
+    await processDelivery(
+      {
+        delivery,
+        attempts: msg.attempts,
+        stalled: 0,
+        retriesSince: delivery.receivedAt,
+        owner: crypto.randomUUID(),
+        acks: {
+          complete: async () => (msg.ack(), true),
+          retry,
+        },
+      },
+      policy,
+    )
   }
 
   return async (batch) => {
@@ -329,6 +335,7 @@ export interface QueueWorkerOptions {
   inbox?: unknown
   maxBodyBytes?: number
   retentionMs?: number
+  log?: WebhookLog
   onQueueResult?: (result: InboxWorkerResult) => unknown
 }
 
@@ -337,11 +344,11 @@ export interface QueueWorkerOptions {
  * (within a Queue message), and the consumer for the Worker's `queue()`. Throws on invalid options.
  */
 export function queueWorker(queue: QueueProducerLike, options: QueueWorkerOptions) {
-  const { on, store, inbox, maxBodyBytes = QUEUE_MAX_BODY_BYTES, retentionMs, onQueueResult } = options
+  const { on, store, inbox, maxBodyBytes = QUEUE_MAX_BODY_BYTES, retentionMs, log, onQueueResult } = options
   if (inbox !== undefined) throw new TypeError('svc-webhooks: give `queue` or `inbox`, not both: with `queue` the Queue is the inbox.')
   if (store === undefined) throw new TypeError('svc-webhooks: `queue` needs `store: new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY)`: a Queue cannot tell a resend from a new delivery.')
   if (!(maxBodyBytes <= QUEUE_MAX_BODY_BYTES)) throw new TypeError(`svc-webhooks: with \`queue\`, \`maxBodyBytes\` must be at most ${QUEUE_MAX_BODY_BYTES}: a Queue message holds 128 KB.`)
-  const consume = createQueueConsumer({ on: on!, store, ...(retentionMs !== undefined && { retentionMs }), ...(onQueueResult && { onResult: onQueueResult }) })
+  const consume = createQueueConsumer({ on: on!, store, ...(retentionMs !== undefined && { retentionMs }), ...(log !== undefined && { log }), ...(onQueueResult && { onResult: onQueueResult }) })
   const producer = new QueueInbox(queue, { store, ...(retentionMs !== undefined && { retentionMs }) })
   return { receiver: { inbox: producer, maxBodyBytes }, consume }
 }
