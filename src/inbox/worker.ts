@@ -19,7 +19,7 @@ import type { WebhookHandler, WebhookHandlers } from '../receiver.js'
 import type { IdempotencyStore } from '../stores/store.js'
 import { callHook, resolveLog, startupWarnings, type WebhookLog } from '../visibility.js'
 import { DEFAULT_INBOX_RETENTION_MS, isInboxError, type InboxEntry, type WebhookInbox } from './inbox.js'
-import { processDelivery, type ProcessPolicy } from './process.js'
+import { processDelivery, type InboxWorkerResult, type ProcessPolicy } from './process.js'
 import { errorLabel } from './text.js'
 
 export { retryDelay, type InboxWorkerResult } from './process.js'
