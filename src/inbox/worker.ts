@@ -138,6 +138,7 @@ const DEFAULT_MAX_STALLED_COUNT = 3
 /** An unanswered ack is tried again after 100 ms, doubling up to 2 s, while the lease lasts. */
 const ACK_FIRST_RETRY_MS = 100
 const ACK_MAX_RETRY_MS = 2_000
+const ACK_LAST_TRY_MS = 20
 /** The longest pause between takes while the inbox does not answer. */
 const MAX_TAKE_PAUSE_MS = 30_000
 
@@ -219,8 +220,11 @@ class Lease {
         return await call()
       } catch (error) {
         if (isInboxError(error) && error.kind === 'refused') throw error
-        if (this.now() + wait >= this.expiresAt) throw error
-        await sleep(wait)
+        // Never wait past the lease: the next try comes at most halfway to its end (a renewal
+        // meanwhile moves the end), and none is made in its last few milliseconds.
+        const left = this.expiresAt - this.now()
+        if (left < ACK_LAST_TRY_MS) throw error
+        await sleep(Math.min(wait, left / 2))
       }
     }
   }
