@@ -339,7 +339,8 @@ export function describeWorkerFaults(name: string, fresh: FaultInboxFactory, { c
       expect(letter!.id).toBe(d.id)
       expect(letter!.lastError.startsWith('Error: badbyte  xxx')).toBe(true)
       expect(letter!.lastError.length).toBeLessThanOrEqual(2000)
-      expect(letter!.lastError).not.toMatch(/\u0000|[\uD800-\uDFFF]/)
+      expect(letter!.lastError.includes('\u0000')).toBe(false)
+      expect(letter!.lastError).not.toMatch(/[\uD800-\uDFFF]/)
     })
 
     it('a throwing or rejecting onError and onResult end nothing: the worker goes on', async () => {
