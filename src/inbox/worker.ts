@@ -360,6 +360,20 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
     active.add(task)
   }
 
+  /**
+   * Gives a taken entry back unrun, due again at once. Ending the lease (`extend(entry, 0)`)
+   * records nothing: the hand-out counts as one without a result toward `maxStalledCount`. An
+   * engine that refuses a 0 ms lease gets a retry due now instead, which counts an attempt (and
+   * keeps the last error) rather than a stall. Either failing, the lease simply expires.
+   */
+  async function handBack(entry: InboxEntry): Promise<void> {
+    try {
+      if (await inbox.extend(entry, 0)) return
+    } catch {
+      await inbox.retry(entry, 0, entry.lastError ?? 'handed back unrun: the worker stopped').catch(() => false)
+    }
+  }
+
   async function run(): Promise<void> {
     let wait = settings.pollIntervalMs
     let failedTakes = 0
@@ -393,9 +407,8 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
         failedTakes = 0
       }
       if (!running) {
-        // stop() was called while this take was on its way: hand the entries back unrun. Ending
-        // the lease now makes each due again at once; the hand-out counts as one without a result.
-        await Promise.all(entries.map((entry) => inbox.extend(entry, 0).catch(() => false)))
+        // stop() was called while this take was on its way: hand the entries back unrun.
+        await Promise.all(entries.map(handBack))
         break
       }
       for (const entry of entries) begin(entry, askedAt)
