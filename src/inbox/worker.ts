@@ -9,8 +9,9 @@
  *   (a database blip during `complete` does not run the handler twice);
  * - a delivery handed out more than `maxStalledCount` times with no result is buried (BullMQ's
  *   stalled-job checker): one that takes its process down costs at most `maxStalledCount + 1`
- *   crashes, and a delivery that was in a process when it crashed runs alone afterwards, so a
- *   crash names its culprit rather than burying its neighbours;
+ *   crashes. A delivery that was in a process when it crashed (a suspect) runs alone afterwards,
+ *   and the worker takes one delivery at a time at start and while suspects come, so a crash
+ *   names its culprit rather than burying its neighbours with it;
  * - `handlerTimeoutMs` bounds a handler (pg-boss's `expireIn`);
  * - `stop()` hands back what it took but did not start and waits for what it started;
  * - lines go to `log`, as the receiver's do (DESIGN.md "Visible by default").
@@ -377,16 +378,21 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
   async function run(): Promise<void> {
     let wait = settings.pollIntervalMs
     let failedTakes = 0
+    // One delivery at a time at start and while suspects come: a process started after a crash
+    // must not take healthy deliveries and hold them behind the culprit when it crashes again
+    // (each such hand-out would count toward their maxStalledCount too).
+    let cautious = true
     while (running) {
       const free = settings.concurrency - active.size
-      if (free <= 0) {
+      // Cautious, one at a time: the next take waits until the last one's delivery is done.
+      if (free <= 0 || (cautious && active.size > 0)) {
         await Promise.race(active)
         continue
       }
       let entries: InboxEntry[]
       const askedAt = now()
       try {
-        entries = await inbox.take(free, settings.visibilityTimeoutMs)
+        entries = await inbox.take(cautious ? 1 : free, settings.visibilityTimeoutMs)
       } catch (error) {
         inboxError(error)
         // One line when the inbox stops answering and one when it is back, not one per poll.
@@ -411,6 +417,7 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
         await Promise.all(entries.map(handBack))
         break
       }
+      if (entries.length > 0) cautious = entries.some((entry) => stalledTakes(entry) > 0)
       for (const entry of entries) begin(entry, askedAt)
       if (entries.length === 0) await pause(settings.pollIntervalMs)
       // An inbox that answers without I/O (in memory) must not starve timers and sockets.
