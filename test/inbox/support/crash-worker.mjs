@@ -36,7 +36,7 @@ async function openInbox() {
         send({ n, op, args })
       })
   const ops = ['append', 'take', 'complete', 'retry', 'bury', 'extend', 'dead', 'requeue', 'purge', 'stats']
-  return /** @type {import('svc-webhooks').WebhookInbox} */ (Object.fromEntries(ops.map((op) => [op, remote(op)])))
+  return /** @type {import("svc-webhooks").WebhookInbox} */ (/** @type {unknown} */ (Object.fromEntries(ops.map((op) => [op, remote(op)]))))
 }
 
 const inbox = await openInbox()
