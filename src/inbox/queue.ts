@@ -336,6 +336,7 @@ export interface QueueWorkerOptions {
   maxBodyBytes?: number
   retentionMs?: number
   log?: WebhookLog
+  handlerTimeoutMs?: number
   onQueueResult?: (result: InboxWorkerResult) => unknown
 }
 
@@ -344,11 +345,11 @@ export interface QueueWorkerOptions {
  * (within a Queue message), and the consumer for the Worker's `queue()`. Throws on invalid options.
  */
 export function queueWorker(queue: QueueProducerLike, options: QueueWorkerOptions) {
-  const { on, store, inbox, maxBodyBytes = QUEUE_MAX_BODY_BYTES, retentionMs, log, onQueueResult } = options
+  const { on, store, inbox, maxBodyBytes = QUEUE_MAX_BODY_BYTES, retentionMs, log, handlerTimeoutMs, onQueueResult } = options
   if (inbox !== undefined) throw new TypeError('svc-webhooks: give `queue` or `inbox`, not both: with `queue` the Queue is the inbox.')
   if (store === undefined) throw new TypeError('svc-webhooks: `queue` needs `store: new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY)`: a Queue cannot tell a resend from a new delivery.')
   if (!(maxBodyBytes <= QUEUE_MAX_BODY_BYTES)) throw new TypeError(`svc-webhooks: with \`queue\`, \`maxBodyBytes\` must be at most ${QUEUE_MAX_BODY_BYTES}: a Queue message holds 128 KB.`)
-  const consume = createQueueConsumer({ on: on!, store, ...(retentionMs !== undefined && { retentionMs }), ...(log !== undefined && { log }), ...(onQueueResult && { onResult: onQueueResult }) })
+  const consume = createQueueConsumer({ on: on!, store, ...(retentionMs !== undefined && { retentionMs }), ...(log !== undefined && { log }), ...(handlerTimeoutMs !== undefined && { handlerTimeoutMs }), ...(onQueueResult && { onResult: onQueueResult }) })
   const producer = new QueueInbox(queue, { store, ...(retentionMs !== undefined && { retentionMs }) })
   return { receiver: { inbox: producer, maxBodyBytes }, consume }
 }

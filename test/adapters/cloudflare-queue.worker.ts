@@ -29,12 +29,20 @@ const runs: { id: string; text: string; rawBody: string; at: number }[] = []
 const results: (Omit<InboxWorkerResult, 'error'> & { error?: string; at: number })[] = []
 const dead: { id: string; attempts: number }[] = []
 const failures = new Map<string, number>()
+/** Why each hung handler's signal was aborted, by delivery id. */
+const aborted: { id: string; reason: string }[] = []
 let refuseSends = 0
 
 const on: WebhookHandlers = {
   'message.received': async (event, delivery) => {
     runs.push({ id: delivery.id, text: event.message.text, rawBody: new TextDecoder().decode(delivery.rawBody), at: Date.now() })
     const failed = failures.get(delivery.id) ?? 0
+    // Hangs on its first run, never settling: the consumer's deadline must free the batch.
+    if (event.message.text === 'hang-once' && failed === 0) {
+      failures.set(delivery.id, 1)
+      delivery.signal?.addEventListener('abort', () => aborted.push({ id: delivery.id, reason: String(delivery.signal?.reason) }))
+      return new Promise<void>(() => {})
+    }
     if ((event.message.text === 'fail-once' && failed === 0) || event.message.text === 'fail-always') {
       failures.set(delivery.id, failed + 1)
       throw new Error(`the handler failed (${delivery.id})`)
@@ -45,6 +53,7 @@ const on: WebhookHandlers = {
 const options = (env: Env) => ({
   store: new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY),
   on,
+  handlerTimeoutMs: 500,
   onQueueResult: (result: InboxWorkerResult) => {
     results.push({ ...result, error: result.error === undefined ? undefined : String(result.error), at: Date.now() })
   },
@@ -73,7 +82,7 @@ export default {
       refuseSends = Number(await request.text())
       return Response.json({ ok: true })
     }
-    if (pathname === '/state') return Response.json({ runs, results, dead })
+    if (pathname === '/state') return Response.json({ runs, results, dead, aborted })
     if (pathname === '/copies') {
       const { id, body, copies } = (await request.json()) as { id: string; body: string; copies: number }
       const inbox = new QueueInbox(env.WEBHOOK_QUEUE, { store: admitsAll })
