@@ -11,15 +11,10 @@ import { PostgresInbox } from 'svc-webhooks/postgres'
 import { RedisInbox } from 'svc-webhooks/redis'
 import { describeWithPostgres, startPostgresServer, type PostgresServer } from '../support/postgres-server.js'
 import { describeWithRedis, startRedisServer, type RedisServer } from '../support/redis-server.js'
+import { ENGINES_COUNT_TAKES } from '../support/soak/capabilities.mjs'
 import { describeWorkerFaults, testWorker, textDelivery, until } from './worker-faults.js'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-/**
- * Whether RedisInbox and PostgresInbox count hand-outs at take (`takes` incremented by the take
- * itself): the stalled checks need it and are skipped, title saying so, while it is false.
- */
-const ENGINES_COUNT_TAKES = false
 
 describeWithRedis('inbox worker over RedisInbox', () => {
   let server: RedisServer
