@@ -21,7 +21,7 @@ import type { IdempotencyStore } from '../stores/store.js'
 import { callHook, resolveLog, startupWarnings, type WebhookLog } from '../visibility.js'
 import { DEFAULT_INBOX_RETENTION_MS, isInboxError, type InboxEntry, type WebhookInbox } from './inbox.js'
 import { processDelivery, type InboxWorkerResult, type ProcessPolicy } from './process.js'
-import { errorLabel } from './text.js'
+import { errorLabel, printable } from './text.js'
 
 export { retryDelay, type InboxWorkerResult } from './process.js'
 
@@ -431,7 +431,8 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
       .then(() => inbox.durabilityWarnings?.())
       .then(
         (lines) => {
-          for (const line of lines ?? []) sayWorker(line)
+          // The engine's own lines name it ("svc-webhooks: RedisInbox: ..."); escaped all the same.
+          for (const line of lines ?? []) say(printable(line, 500))
         },
         () => undefined,
       )

@@ -5,28 +5,36 @@
  * delivery (several running beside it when it first crashed) is processed.
  *
  * The inbox must outlive the worker process: a MemoryInbox in this process, which the worker
- * reaches over IPC (the engine is not under test; its `takes` counting is), and real Redis and
- * Postgres in worker-engines.test.ts's engines once they count hand-outs at take.
+ * reaches over IPC (the worker is under test, not the engine), and a real redis-server and
+ * Postgres, which need the engines to count hand-outs at take (capabilities.mjs).
  */
 import { fork } from 'node:child_process'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { MemoryInbox, type WebhookInbox } from 'svc-webhooks'
+import type { PostgresInbox } from 'svc-webhooks/postgres'
+import { describeWithPostgres, startPostgresServer } from '../support/postgres-server.js'
+import { describeWithRedis, startRedisServer } from '../support/redis-server.js'
+import { ENGINES_COUNT_TAKES } from '../support/soak/capabilities.mjs'
+import { openInbox } from '../support/soak/engines.mjs'
 import { textDelivery } from './worker-faults.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** Runs worker processes over `inbox` one after the other, each until it crashes or the inbox is empty (at most `maxRuns`). */
-async function superviseCrashLoop(inbox: WebhookInbox, { maxRuns = 10, maxStalledCount = 3 } = {}) {
+/**
+ * Runs worker processes over `inbox` one after the other, each until it crashes or the inbox is
+ * empty (at most `maxRuns`). The workers reach `inbox` over IPC, or the same engine at `url`.
+ */
+async function superviseCrashLoop(inbox: WebhookInbox, { maxRuns = 10, maxStalledCount = 3, engine = 'ipc', url = '' } = {}) {
   const ran: string[] = []
   let crashes = 0
   for (let run = 0; run < maxRuns; run++) {
     const child = fork(join(here, 'support/crash-worker.mjs'), [], {
       serialization: 'advanced', // the bodies (Uint8Array) cross as they are
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-      env: { ...process.env, CRASH_ENGINE: 'ipc', CRASH_VISIBILITY_MS: '300', CRASH_MAX_STALLED: String(maxStalledCount) },
+      env: { ...process.env, CRASH_ENGINE: engine, CRASH_URL: url, CRASH_VISIBILITY_MS: '300', CRASH_MAX_STALLED: String(maxStalledCount) },
     })
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
     child.on('message', async (message: { n?: number; op?: keyof WebhookInbox; args?: unknown[]; ran?: string }) => {
@@ -60,22 +68,57 @@ async function superviseCrashLoop(inbox: WebhookInbox, { maxRuns = 10, maxStalle
   return { ran, crashes }
 }
 
+/** The poison, five healthy deliveries, the crash loop over `inbox`, and the verdict. */
+async function poisonCrashLoop(inbox: WebhookInbox, engine: { engine?: string; url?: string } = {}) {
+  const poison = textDelivery('poison')
+  await inbox.append(poison)
+  const others = Array.from({ length: 5 }, (_, i) => textDelivery(`healthy ${i}`))
+  for (const d of others) await inbox.append(d)
+
+  const { ran, crashes } = await superviseCrashLoop(inbox, { maxStalledCount: 3, ...engine })
+
+  expect(crashes).toBeGreaterThanOrEqual(1)
+  expect(crashes).toBeLessThanOrEqual(3 + 1)
+  const dead = await inbox.dead()
+  expect(dead.map((d) => d.id)).toEqual([poison.id])
+  expect(dead[0]!.lastError).toMatch(/^handed out \d+ times without a result: the handler may be crashing the process$/)
+  expect(await inbox.stats()).toMatchObject({ depth: 0, dead: 1 })
+  for (const d of others) expect(ran).toContain(d.id)
+}
+
+const TITLE = 'costs at most maxStalledCount + 1 crashes, is dead-lettered with the reason, and the others are processed'
+/** The engines' runs need them to count hand-outs at take (capabilities.mjs); the title says so while they do not. */
+const engineTitle = (name: string) => (ENGINES_COUNT_TAKES ? `${TITLE} (${name})` : `${TITLE} (${name}; skipped: it does not count hand-outs at take)`)
+
 describe('a poison delivery that crashes its worker process', () => {
-  it('costs at most maxStalledCount + 1 crashes, is dead-lettered with the reason, and the others are processed', { timeout: 60_000 }, async () => {
-    const inbox = new MemoryInbox()
-    const poison = textDelivery('poison')
-    await inbox.append(poison)
-    const others = Array.from({ length: 5 }, (_, i) => textDelivery(`healthy ${i}`))
-    for (const d of others) await inbox.append(d)
+  it(`${TITLE} (MemoryInbox over IPC)`, { timeout: 60_000 }, async () => {
+    await poisonCrashLoop(new MemoryInbox())
+  })
+})
 
-    const { ran, crashes } = await superviseCrashLoop(inbox, { maxStalledCount: 3 })
+describeWithRedis('a poison delivery that crashes its worker process, over RedisInbox', () => {
+  it.skipIf(!ENGINES_COUNT_TAKES)(engineTitle('RedisInbox'), { timeout: 60_000 }, async () => {
+    const server = await startRedisServer()
+    const { inbox, close } = await openInbox({ engine: 'redis', url: server.url })
+    try {
+      await poisonCrashLoop(inbox, { engine: 'redis', url: server.url })
+    } finally {
+      await close()
+      await server.stop()
+    }
+  })
+})
 
-    expect(crashes).toBeGreaterThanOrEqual(1)
-    expect(crashes).toBeLessThanOrEqual(3 + 1)
-    const dead = await inbox.dead()
-    expect(dead.map((d) => d.id)).toEqual([poison.id])
-    expect(dead[0]!.lastError).toMatch(/^handed out \d+ times without a result: the handler may be crashing the process$/)
-    expect(await inbox.stats()).toMatchObject({ depth: 0, dead: 1 })
-    for (const d of others) expect(ran).toContain(d.id)
+describeWithPostgres('a poison delivery that crashes its worker process, over PostgresInbox', () => {
+  it.skipIf(!ENGINES_COUNT_TAKES)(engineTitle('PostgresInbox'), { timeout: 90_000 }, async () => {
+    const server = await startPostgresServer()
+    const { inbox, close } = await openInbox({ engine: 'postgres', url: server.url })
+    try {
+      await (inbox as PostgresInbox).ensureTable()
+      await poisonCrashLoop(inbox, { engine: 'postgres', url: server.url })
+    } finally {
+      await close()
+      await server.stop()
+    }
   })
 })
