@@ -190,8 +190,9 @@ export interface QueueConsumerOptions {
   leaseMs?: number
   /**
    * The longest a handler may run: past it its `delivery.signal` is aborted and the message is
-   * retried with backoff ("handler timed out after … ms"). Within a consumer invocation's 15 min.
-   * @default 300000 (5 min)
+   * retried with backoff ("handler timed out after … ms"). Within a consumer invocation's 15 min,
+   * and at most `leaseMs`.
+   * @default 300000 (5 min), or `leaseMs` when that is shorter
    */
   handlerTimeoutMs?: number
   /**
@@ -242,7 +243,9 @@ export interface QueueConsumerOptions {
  */
 export function createQueueConsumer(options: QueueConsumerOptions): (batch: QueueBatchLike) => Promise<void> {
   const { on, store, onResult, now = Date.now } = options
-  const { leaseMs = 15 * 60 * 1000, handlerTimeoutMs = 5 * 60 * 1000, retentionMs = DEFAULT_INBOX_RETENTION_MS, firstRetryDelayMs = 1000, maxRetryDelayMs = 60 * 60 * 1000 } = options
+  const { leaseMs = 15 * 60 * 1000, retentionMs = DEFAULT_INBOX_RETENTION_MS, firstRetryDelayMs = 1000, maxRetryDelayMs = 60 * 60 * 1000 } = options
+  // Never longer than the claim: a shorter leaseMs given alone shortens the deadline with it.
+  const { handlerTimeoutMs = Math.min(5 * 60 * 1000, leaseMs) } = options
   if (typeof on !== 'object' || on === null) throw new TypeError('svc-webhooks: the Queue consumer needs `on`, the handlers by event type.')
   if (!isStore(store)) throw new TypeError('svc-webhooks: the Queue consumer needs `store`, e.g. new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY): Queues deliver at least once.')
   for (const [name, value] of Object.entries({ leaseMs, handlerTimeoutMs, retentionMs, firstRetryDelayMs, maxRetryDelayMs })) positive(value, name)
