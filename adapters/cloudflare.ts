@@ -37,6 +37,12 @@ export interface WorkerWebhookOptions extends Omit<FetchHandlerOptions, 'secret'
   queue?: QueueProducerLike
   /** With `queue`: called once per consumed message with how it ended (processed, retrying...). */
   onQueueResult?: (result: InboxWorkerResult) => unknown
+  /**
+   * With `queue`: the longest a handler may run in `queue()`; past it `delivery.signal` is aborted
+   * and the message retried with backoff.
+   * @default 300000 (5 min)
+   */
+  handlerTimeoutMs?: number
 }
 
 /** What `export default` takes: a module Worker's fetch handler and Queue consumer. */

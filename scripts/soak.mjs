@@ -15,7 +15,10 @@
 //   postgres 5), --outage-ms N (3000), --restart-at R (0.45; redis only), --down-ms N (200),
 //   --clients a,b (ioredis,node-redis), --quick (3,000 deliveries, 3 kills, a 1.5 s outage: the
 //   size the test suite runs, under ~30 s), --unguarded (the handler is not idempotent: shows the
-//   effects a re-run after a kill applies twice, so the run fails).
+//   effects a re-run after a kill applies twice, so the run fails), --hang-rate R (share of handler
+//   runs that never settle, freed by the workers' handlerTimeoutMs; 0.003), --poison (one delivery
+//   crashes every worker that runs it: dead-lettered within maxStalledCount + 1 crashes; on by
+//   default where the engines count hand-outs at take), --no-poison.
 //
 // Prints the figures and exits 1 when a delivery was lost or doubled (and in inbox mode, when the
 // sender saw 20 consecutive failures). test/soak.test.ts runs the same harnesses, smaller.
@@ -41,6 +44,9 @@ const { values } = parseArgs({
     kills: { type: 'string' },
     'outage-ms': { type: 'string' },
     unguarded: { type: 'boolean', default: false },
+    'hang-rate': { type: 'string', default: '0.003' },
+    poison: { type: 'boolean', default: true },
+    'no-poison': { type: 'boolean', default: false },
   },
 })
 
@@ -115,6 +121,8 @@ const f = await runInboxSoak({
   downMs: num(values['down-ms'], 200),
   clients: (values.clients ?? 'ioredis,node-redis').split(','),
   guard: !values.unguarded,
+  hangRate: Number(values['hang-rate']),
+  poison: values.poison && !values['no-poison'],
   log: (line) => console.error(line),
 })
 const problems = inboxSoakProblems(f)
@@ -131,6 +139,8 @@ print([
   ['downstream outage', f.outageMs ? `${f.outageMs} ms: ${f.sentDuringOutage} deliveries sent meanwhile, ${f.refusedByOutage} handler runs refused` : 'none'],
   ['longest run of failing handler runs', `${f.longestFailingStreak} (a receiver answering 5xx for them: disabled at 20)`],
   ['handler runs / injected failures', `${f.handlerRuns} / ${f.failuresInjected}`],
+  ['hung handler runs (freed by the deadline)', f.workerStats.reduce((sum, w) => sum + Number(w.hung ?? 0), 0)],
+  ['poison delivery', f.poisonId === undefined ? 'none' : `${f.poisonDead ? 'dead-lettered' : 'NOT dead-lettered'} after ${f.crashes} worker crashes (at most ${f.maxStalledCount + 1})`],
   ['effects applied (deliveries processed)', f.processed],
   ['lost', f.lost.length],
   [`run twice (effect applied twice${values.unguarded ? ', no guard' : ''})`, f.appliedTwice.length],

@@ -157,6 +157,8 @@ function thousands(n: number): string {
 }
 
 /** Characters that could end a line, forge one, or change how a terminal shows the rest. */
+/** Lone UTF-16 surrogates: a log pipeline that encodes UTF-8 would choke on them. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
 // eslint-disable-next-line no-control-regex
 const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\\]/g
 
@@ -168,13 +170,28 @@ const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\
  * @example
  * printable('shop\nsvc-webhooks: 200 processed') // 'shop\\nsvc-webhooks: 200 processed'
  */
-export function printable(value: string, max = 64): string {
-  const capped = value.length > max ? `${value.slice(0, max)}…` : value
-  return capped.replace(UNPRINTABLE, (c) => {
+export function printable(value: unknown, max = 64): string {
+  const text = String(value)
+  const capped = text.length > max ? `${text.slice(0, max)}…` : text
+  return capped.replace(LONE_SURROGATE, '\uFFFD').replace(UNPRINTABLE, (c) => {
     if (c === '\\') return '\\\\'
     if (c === '\n') return '\\n'
     if (c === '\r') return '\\r'
     if (c === '\t') return '\\t'
     return `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`
   })
+}
+
+/**
+ * What a log line says about an error: its name and code only, never its message. A handler's
+ * message may quote the body (a `JSON.parse` SyntaxError quotes its input), so it stays in
+ * `onResult` (and, in the inbox, the stored `lastError`).
+ *
+ * @example
+ * errorLabel(new SyntaxError('Unexpected token h in JSON: "hello"')) // 'SyntaxError'
+ */
+export function errorLabel(error: unknown): string {
+  if (!(error instanceof Error)) return typeof error === 'object' && error !== null ? 'a non-Error object' : `a thrown ${typeof error}`
+  const code = (error as { code?: unknown }).code
+  return `${printable(error.name, 60)}${typeof code === 'string' || typeof code === 'number' ? ` (${printable(code, 40)})` : ''}`
 }

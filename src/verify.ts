@@ -29,6 +29,12 @@ export interface VerifiedSignature {
 export interface VerifiedDelivery<E = WebhookEvent> extends VerifiedSignature {
   /** The parsed body; its `event` field (not the unsigned `svc-webhook-event` header) names the type. */
   event: E
+  /**
+   * Given by the inbox worker and the Queues consumer: aborted when the handler's deadline
+   * (`handlerTimeoutMs`) passes, its lease is lost, or `stop()` gives up waiting. Pass it to
+   * `fetch` and database calls so an abandoned run stops too. Absent in the request path.
+   */
+  signal?: AbortSignal
 }
 
 /**

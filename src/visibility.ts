@@ -11,7 +11,7 @@ import type { WebhookAnswerCode, WebhookOutcome } from './answers.js'
 import { isWebhookVerificationError } from './errors.js'
 import { KNOWN_EVENT_TYPES } from './events.js'
 import type { InboxStats } from './inbox/inbox.js'
-import { printable } from './log-window.js'
+import { createLogWindow, errorLabel, printable } from './log-window.js'
 import { SECRET_PREFIX } from './options.js'
 
 /**
@@ -107,10 +107,8 @@ function isOwnError(error: unknown): error is Error {
  */
 export function describeError(error: unknown): string {
   if (isWebhookVerificationError(error) || isOwnError(error)) return error.message
-  if (!(error instanceof Error)) return `a thrown ${typeof error}; see onResult for it`
-  const code = (error as { code?: unknown }).code
-  const codeText = typeof code === 'string' || typeof code === 'number' ? ` ${printable(String(code), 40)}` : ''
-  return `${printable(error.name, 40)}${codeText}; its message is left to onResult, as it may quote the delivery`
+  if (!(error instanceof Error)) return `${errorLabel(error)}; see onResult for it`
+  return `${errorLabel(error)}; its message is left to onResult, as it may quote the delivery`
 }
 
 const defaultLog = (line: string) => console.warn(line)
@@ -234,5 +232,37 @@ export class AnswerCounter {
       consecutiveFailures: this.streak,
       ...(this.last ? { lastFailure: { ...this.last } } : {}),
     }
+  }
+}
+
+/** Where a worker's or a consumer's lines go: see {@link lineSink}. */
+export interface LineSink {
+  /** A line of a fixed `kind`: the first of a window at once, its repeats counted into one summary. */
+  say(kind: string, text: string, id?: string): void
+  /** A line written as is (startup warnings: a handful, once). */
+  once(line: string): void
+  /** Writes the pending summaries now (a stop, the end of a batch). */
+  flush(): void
+}
+
+/**
+ * The lines of an inbox worker or a Queue consumer, as visible and as bounded as the receiver's:
+ * `log` (default `console.warn`, `false` for none) behind a log window keyed by `component` and
+ * kind, so a flood of failing deliveries writes a few lines and a count; a throwing `log` is
+ * swallowed.
+ *
+ * @example
+ * const lines = lineSink(options.log, 'inbox worker', Date.now)
+ * lines.say('dead', `delivery ${id} went to the dead letters: ...`, id)
+ */
+export function lineSink(log: WebhookLog | undefined, component: string, now: () => number): LineSink {
+  const out = resolveLog(log)
+  if (!out) return { say: () => undefined, once: () => undefined, flush: () => undefined }
+  const safe = (line: string): void => callHook(out, line)
+  const window = createLogWindow(safe, { now, hint: 'Each one is passed to onResult.' })
+  return {
+    say: (kind, text, id) => window.write(`${component}: ${kind}`, `svc-webhooks: ${component}: ${text}`, id),
+    once: safe,
+    flush: () => window.flush(),
   }
 }

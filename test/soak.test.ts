@@ -6,16 +6,18 @@
  *   duplicates, concurrent resends) to 3 receiver processes sharing one real Redis, handlers
  *   failing ~10 % of the time, Redis killed mid-run and back 2.5 s later: exactly once.
  * - Durable inbox on Redis: receivers appending to RedisInbox, worker processes killed with
- *   SIGKILL and restarted, the inbox's Redis restarted (AOF, fsync always), a downstream outage
- *   that would have disabled a 5xx-answering receiver: every effect applied once, none lost,
- *   and the sender never sees 20 consecutive failures.
+ *   SIGKILL and restarted, the inbox's Redis restarted (AOF, fsync always) while workers ack, a
+ *   downstream outage that would have disabled a 5xx-answering receiver, handlers that hang (freed
+ *   by handlerTimeoutMs) and, where the engine counts hand-outs, a poison delivery crashing every
+ *   worker that runs it (at most maxStalledCount + 1 crashes, then dead-lettered): every other
+ *   effect applied once, none lost, and the sender never sees 20 consecutive failures.
  * - The outage experiment, 5x faster: the README's Express receiver with the handler in the
  *   request is disabled within a second of its database going down and loses what follows; with
  *   `inbox` and a worker it loses nothing and runs nothing twice.
  */
 import { expect, it } from 'vitest'
 import { runSoak } from './support/soak/harness.mjs'
-import { QUICK_INBOX_SOAK, runInboxSoak } from './support/soak/inbox-soak.mjs'
+import { inboxSoakProblems, QUICK_INBOX_SOAK, runInboxSoak } from './support/soak/inbox-soak.mjs'
 import { outageProblems, runOutageComparison } from './support/soak/outage.mjs'
 import { describeWithRedis } from './support/redis-server.js'
 
@@ -37,9 +39,9 @@ describeWithRedis('soak: 3 receiver processes, one Redis restarted mid-run', () 
   })
 })
 
-describeWithRedis('soak: durable inbox on Redis, workers killed, Redis restarted, a downstream outage', () => {
+describeWithRedis('soak: durable inbox on Redis, workers killed, Redis restarted, a downstream outage, hung handlers, a poison delivery', () => {
   it('applies every effect exactly once and never lets the sender see 20 failures in a row', { timeout: 120_000 }, async () => {
-    const figures = await runInboxSoak({ engine: 'redis', ...QUICK_INBOX_SOAK })
+    const figures = await runInboxSoak({ engine: 'redis', ...QUICK_INBOX_SOAK, poison: true })
     const { lost, appliedTwice, rerunAfterKill, rerunOther, permanent, gaveUp, unknown, answered2xxButNotProcessed, receivers, workerStats, ...counts } = figures
     console.info(
       '[inbox soak]',
@@ -55,7 +57,14 @@ describeWithRedis('soak: durable inbox on Redis, workers killed, Redis restarted
     // 20 deliveries or more arrived while every handler run failed.
     expect(figures.sentDuringOutage).toBeGreaterThanOrEqual(20)
     expect(figures.longestFailingStreak).toBeGreaterThanOrEqual(20)
+    const hung = workerStats.reduce((sum, w) => sum + Number((w as { hung?: number }).hung ?? 0), 0)
+    expect(hung).toBeGreaterThan(0)
+    expect(figures.crashes).toBeGreaterThanOrEqual(1)
+    expect(figures.crashes).toBeLessThanOrEqual(figures.maxStalledCount + 1)
+    expect(figures.poisonDead).toBe(true)
+    expect(figures.poisonApplied).toBe(false)
     // The verdict.
+    expect(inboxSoakProblems(figures)).toEqual([])
     expect(figures.drained).toBe(true)
     expect(lost).toEqual([])
     expect(appliedTwice).toEqual([])

@@ -23,9 +23,10 @@ const worker = createInboxWorker({
       console.log(`processed ${event.event} ${delivery.id}`)
     },
   },
-  onResult: (result) => {
-    if (result.outcome === 'retrying' || result.outcome === 'dead') console.error(`${result.outcome} ${result.id}: ${result.error}`)
-  },
+  // A handler failure (the first, then every fifth attempt), a dead letter or an unreachable
+  // inbox leaves a line in the log by default. A handler still running after
+  // handlerTimeoutMs (default 5 min) has its delivery.signal aborted and is retried.
+  handlerTimeoutMs: 60_000,
 })
 
 const app = express()

@@ -60,7 +60,8 @@ export function createInboxTableSql(table = DEFAULT_TABLE): string {
   const { deliveries: d, keys: k, base } = names(table)
   // takes: hand-outs counted at take; retries_since: where the retry budget counts from (null:
   // received_at); acked_lease: the lease of the last retry or bury, so a repeat answers true;
-  // completed_by: the lease that completed the delivery, for the same reason.
+  // completed_by: the lease that completed the delivery, for the same reason; traceparent: the
+  // receive span's trace context (telemetry), so the worker's span joins its trace.
   return `CREATE TABLE IF NOT EXISTS ${d} (
   key text PRIMARY KEY,
   keys text[] NOT NULL,
@@ -79,11 +80,13 @@ export function createInboxTableSql(table = DEFAULT_TABLE): string {
   dead_at timestamptz,
   takes integer NOT NULL DEFAULT 0,
   retries_since timestamptz,
-  acked_lease text
+  acked_lease text,
+  traceparent text
 );
-${upgrade(d, 'acked_lease', `ADD COLUMN IF NOT EXISTS takes integer NOT NULL DEFAULT 0,
+${upgrade(d, 'traceparent', `ADD COLUMN IF NOT EXISTS takes integer NOT NULL DEFAULT 0,
   ADD COLUMN IF NOT EXISTS retries_since timestamptz,
-  ADD COLUMN IF NOT EXISTS acked_lease text`)}
+  ADD COLUMN IF NOT EXISTS acked_lease text,
+  ADD COLUMN IF NOT EXISTS traceparent text`)}
 CREATE INDEX IF NOT EXISTS "${base}_visible" ON ${d} (visible_at) WHERE state = 'queued';
 CREATE INDEX IF NOT EXISTS "${base}_received" ON ${d} (received_at) WHERE state = 'queued';
 CREATE INDEX IF NOT EXISTS "${base}_retrying" ON ${d} (visible_at) WHERE state = 'queued' AND attempts > 0;
@@ -117,6 +120,7 @@ function columns(alias: string): string {
     c('last_error'),
     c('lease'),
     `${epochMs(c('dead_at'))} AS dead_ms`,
+    c('traceparent'),
   ].join(', ')
 }
 
@@ -151,8 +155,8 @@ claimed AS (
   RETURNING 1
 ),
 added AS (
-  INSERT INTO ${d} (key, keys, endpoint, id, signed_timestamp, signature_version, secret_index, body, received_at, visible_at)
-  SELECT $1, $2::text[], $3, $4, $5::bigint, $6, $7::integer, $8::bytea, to_timestamp($9::float8 / 1000), now()
+  INSERT INTO ${d} (key, keys, endpoint, id, signed_timestamp, signature_version, secret_index, body, received_at, visible_at, traceparent)
+  SELECT $1, $2::text[], $3, $4, $5::bigint, $6, $7::integer, $8::bytea, to_timestamp($9::float8 / 1000), now(), $10
   WHERE (SELECT count(*) FROM claimed) = (SELECT count(*) FROM wanted)
   RETURNING 1
 )

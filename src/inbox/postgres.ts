@@ -131,6 +131,7 @@ interface Row {
   last_error: string | null
   lease: string | null
   dead_ms: number | null
+  traceparent: string | null
 }
 
 /** Pools already given an 'error' listener: one each, however many inboxes share a pool. */
@@ -147,6 +148,7 @@ function delivery(row: Row): InboxDelivery {
     // A copy as a plain Uint8Array: pg hands a Buffer, which may share a pooled allocation.
     rawBody: new Uint8Array(row.body),
     receivedAt: Math.round(row.received_ms),
+    ...(row.traceparent ? { traceparent: row.traceparent } : {}),
   }
 }
 
@@ -227,7 +229,7 @@ export class PostgresInbox implements WebhookInbox {
     if (!Array.isArray(keys) || keys.length === 0 || !keys.every((key) => typeof key === 'string')) {
       throw new TypeError('svc-webhooks: PostgresInbox.append needs a delivery with at least one key.')
     }
-    const values = [keys[0], [...keys], entry.endpoint, entry.id, entry.timestamp, entry.signatureVersion, entry.secretIndex, entry.rawBody, entry.receivedAt]
+    const values = [keys[0], [...keys], entry.endpoint, entry.id, entry.timestamp, entry.signatureVersion, entry.secretIndex, entry.rawBody, entry.receivedAt, entry.traceparent ?? null]
     const single = new Set(keys).size === 1
     // A retried attempt after one that committed unseen finds its own keys and says duplicate,
     // and an append that lands after the deadline stays queued: either way the delivery is in

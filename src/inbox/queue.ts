@@ -21,14 +21,13 @@
  * (depth, oldest age, retrying, dead) cannot be computed from a Worker: a Queue has no read or
  * count API for its producers; read its backlog in the Queue's metrics (dashboard, GraphQL API).
  */
-import { decodeUtf8 } from '#crypto'
 import { fromBase64, toBase64 } from '../base64.js'
-import type { WebhookEvent } from '../events.js'
 import type { WebhookHandler, WebhookHandlers } from '../receiver.js'
 import { quietly, type ClaimResult, type IdempotencyStore } from '../stores/store.js'
-import { callHook } from '../visibility.js'
+import { callHook, lineSink, type WebhookLog } from '../visibility.js'
+import type { WebhookTelemetry } from '../telemetry.js'
 import { DEFAULT_INBOX_RETENTION_MS, type AppendResult, type InboxDelivery, type WebhookInboxProducer } from './inbox.js'
-import { retryDelay, type InboxWorkerResult } from './worker.js'
+import { processDelivery, retryDelay, type InboxWorkerResult, type ProcessPolicy } from './process.js'
 
 /** The parts of a Queue producer binding (`env.WEBHOOK_QUEUE`) the inbox uses (structural: no workers-types needed). */
 export interface QueueProducerLike {
@@ -64,6 +63,8 @@ export interface QueuedDelivery {
   /** The raw body, base64. */
   body: string
   receivedAt: number
+  /** The receive span's trace context, with `telemetry`. */
+  traceparent?: string
 }
 
 /**
@@ -142,7 +143,18 @@ export class QueueInbox implements WebhookInboxProducer {
 
   async append(delivery: InboxDelivery): Promise<AppendResult> {
     const { keys, endpoint, id, timestamp, signatureVersion, secretIndex, rawBody, receivedAt } = delivery
-    const body: QueuedDelivery = { v: 1, keys: [...keys], endpoint, id, timestamp, signatureVersion, secretIndex, body: toBase64(rawBody), receivedAt }
+    const body: QueuedDelivery = {
+      v: 1,
+      keys: [...keys],
+      endpoint,
+      id,
+      timestamp,
+      signatureVersion,
+      secretIndex,
+      body: toBase64(rawBody),
+      receivedAt,
+      ...(delivery.traceparent ? { traceparent: delivery.traceparent } : {}),
+    }
     const size = encoder.encode(JSON.stringify(body)).length
     if (size > QUEUE_MAX_MESSAGE_BYTES) {
       throw new RangeError(`svc-webhooks: delivery ${id} takes ${size} bytes as a Queue message; Queues take at most 128 KB. Keep \`maxBodyBytes\` at or under ${QUEUE_MAX_BODY_BYTES}.`)
@@ -180,16 +192,23 @@ export class QueueInbox implements WebhookInboxProducer {
 
 /** Options of {@link createQueueConsumer}. */
 export interface QueueConsumerOptions {
-  /** Handlers by event type, called as `handler(event, delivery)`, as in the receiver. */
+  /** Handlers by event type, called as `handler(event, delivery)`, as in the receiver; `delivery.signal` is aborted past the deadline. */
   on: WebhookHandlers
   /** The store that keeps each id processed once: the same `DurableObjectStore` the inbox uses. */
   store: IdempotencyStore
   /**
    * How long a message's id is held while its handler runs. A copy delivered meanwhile is retried
-   * after this long; a crashed consumer's id is free again after it.
+   * after this long; a crashed consumer's id is free again after it. At least `handlerTimeoutMs`.
    * @default 900000 (15 min, a consumer invocation's wall-clock limit)
    */
   leaseMs?: number
+  /**
+   * The longest a handler may run: past it its `delivery.signal` is aborted and the message is
+   * retried with backoff ("handler timed out after … ms"). Within a consumer invocation's 15 min,
+   * and at most `leaseMs`.
+   * @default 300000 (5 min), or `leaseMs` when that is shorter
+   */
+  handlerTimeoutMs?: number
   /**
    * How long a processed id is remembered.
    * @default 259200000 (72 h)
@@ -205,8 +224,19 @@ export interface QueueConsumerOptions {
    * @default 3600000 (1 h)
    */
   maxRetryDelayMs?: number
+  /**
+   * Where the consumer's lines go (a handler's first failure and every fifth, a result that could
+   * not be recorded), as the worker's: a function taking one line, or false for none.
+   * @default console.warn
+   */
+  log?: WebhookLog
   /** Called once per message with how it ended. May be sync or async; a throw or a rejection is swallowed. */
   onResult?: (result: InboxWorkerResult) => unknown
+  /**
+   * Traces and metrics (`openTelemetry()` from `svc-webhooks/opentelemetry`): a process span per
+   * message, in the trace of the span that received the delivery.
+   */
+  telemetry?: WebhookTelemetry
   /**
    * The clock, in milliseconds since the epoch (tests).
    * @default Date.now
@@ -216,9 +246,12 @@ export interface QueueConsumerOptions {
 
 /**
  * Creates the Worker's `queue()` consumer for deliveries a {@link QueueInbox} sent: runs each
- * handler once per id, acks on success, `retry({ delaySeconds })` with backoff on failure. A type
- * with no handler is acked without running. A message that is not a delivery is retried, so the
- * Queue dead-letters it rather than dropping it: keep the Queue for webhooks only.
+ * handler once per id through the inbox worker's own processing path (store claim, the handler
+ * under `handlerTimeoutMs`, ack on success, `retry({ delaySeconds })` with backoff on failure). A
+ * type with no handler is acked without running. A message that is not a delivery is retried, so
+ * the Queue dead-letters it after `max_retries` rather than dropping it: keep the Queue for
+ * webhooks only. Crash loops are bounded by the Queue itself: its `attempts` count every
+ * delivery of a message, crashed invocations included, up to `max_retries`.
  *
  * @example
  * // A consumer Worker of its own (the receiving Worker uses withWebhooks({ queue, store, ... })):
@@ -230,73 +263,70 @@ export interface QueueConsumerOptions {
 export function createQueueConsumer(options: QueueConsumerOptions): (batch: QueueBatchLike) => Promise<void> {
   const { on, store, onResult, now = Date.now } = options
   const { leaseMs = 15 * 60 * 1000, retentionMs = DEFAULT_INBOX_RETENTION_MS, firstRetryDelayMs = 1000, maxRetryDelayMs = 60 * 60 * 1000 } = options
+  // Never longer than the claim: a shorter leaseMs given alone shortens the deadline with it.
+  const { handlerTimeoutMs = Math.min(5 * 60 * 1000, leaseMs) } = options
   if (typeof on !== 'object' || on === null) throw new TypeError('svc-webhooks: the Queue consumer needs `on`, the handlers by event type.')
   if (!isStore(store)) throw new TypeError('svc-webhooks: the Queue consumer needs `store`, e.g. new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY): Queues deliver at least once.')
-  for (const [name, value] of Object.entries({ leaseMs, retentionMs, firstRetryDelayMs, maxRetryDelayMs })) positive(value, name)
-  const handlers = on as Record<string, WebhookHandler<unknown> | undefined>
+  for (const [name, value] of Object.entries({ leaseMs, handlerTimeoutMs, retentionMs, firstRetryDelayMs, maxRetryDelayMs })) positive(value, name)
+  if (handlerTimeoutMs > leaseMs) throw new TypeError('svc-webhooks: the Queue consumer `handlerTimeoutMs` must not exceed `leaseMs`: the id would be free while the handler still runs.')
+  const lines = lineSink(options.log, 'queue consumer', now)
 
   // A logging hook must not turn a processed message into a retried one: callHook swallows its failures.
-  const report = (result: InboxWorkerResult): void => callHook(onResult, result)
+  const policy: ProcessPolicy = {
+    handlers: on as Record<string, WebhookHandler<unknown> | undefined>,
+    store,
+    storeKey: (delivery) => PROCESSED_PREFIX + delivery.keys[0],
+    claimMs: leaseMs,
+    retentionMs,
+    handlerTimeoutMs,
+    // The Queue's own attempts (crashed invocations included) and max_retries bound both.
+    maxStalledCount: Infinity,
+    maxRetryAgeMs: Infinity,
+    firstRetryDelayMs,
+    maxRetryDelayMs,
+    // Another copy is running (or crashed holding the id): look again once its claim is over.
+    inFlightDelayMs: leaseMs,
+    now,
+    report: (result) => callHook(onResult, result),
+    say: lines.say,
+    inboxError: () => undefined,
+    ...(options.telemetry && { telemetry: options.telemetry }),
+  }
 
   async function handle(msg: QueueMessageLike): Promise<void> {
-    const started = now()
-    const later = (delayMs: number): number => {
-      const seconds = Math.min(MAX_DELAY_SECONDS, Math.max(1, Math.ceil(delayMs / 1000)))
-      msg.retry({ delaySeconds: seconds })
-      return seconds * 1000
+    // A Queue message is acked or retried by a plain call: nothing to wait for, nothing lost.
+    const retry = async (delayMs: number): Promise<boolean> => {
+      msg.retry({ delaySeconds: Math.min(MAX_DELAY_SECONDS, Math.max(1, Math.ceil(delayMs / 1000))) })
+      return true
     }
-    const backoff = () => later(retryDelay(msg.attempts, firstRetryDelayMs, maxRetryDelayMs))
     let delivery: InboxDelivery
-    let event: WebhookEvent
     try {
       delivery = fromQueued(msg.body)
-      event = JSON.parse(decodeUtf8(delivery.rawBody)) as WebhookEvent
     } catch (error) {
-      const retryInMs = backoff()
-      return report({ outcome: 'retrying', id: msg.id, endpoint: '', attempts: msg.attempts, error, retryInMs, durationMs: now() - started })
+      const retryInMs = retryDelay(msg.attempts, firstRetryDelayMs, maxRetryDelayMs)
+      await retry(retryInMs)
+      return callHook(onResult, { outcome: 'retrying', id: msg.id, endpoint: '', attempts: msg.attempts, error, retryInMs, durationMs: 0 })
     }
-    const base = { id: delivery.id, endpoint: delivery.endpoint, eventType: event.event, attempts: msg.attempts }
-    const done = (outcome: InboxWorkerResult['outcome'], more: Partial<InboxWorkerResult> = {}) => report({ ...base, outcome, ...more, durationMs: now() - started })
-    const handler = Object.hasOwn(handlers, event.event) ? handlers[event.event] : undefined
-    if (handler === undefined) {
-      msg.ack()
-      return done('ignored')
-    }
-    const key = PROCESSED_PREFIX + delivery.keys[0]
-    const owner = crypto.randomUUID()
-    let claim: ClaimResult
-    try {
-      claim = await store.claim(key, owner, leaseMs)
-    } catch (error) {
-      return done('retrying', { error, retryInMs: backoff() })
-    }
-    if (claim === 'completed') {
-      msg.ack()
-      return done('duplicate')
-    }
-    // Another copy is running (or crashed holding the id): look again once its lease is over.
-    if (claim === 'in_flight') return done('in_flight', { retryInMs: later(leaseMs) })
-    const { id, timestamp, signatureVersion, secretIndex, rawBody } = delivery
-    try {
-      await handler(event, { id, timestamp, signatureVersion, secretIndex, rawBody, event })
-    } catch (error) {
-      await quietly(() => store.release(key, owner))
-      return done('retrying', { error, retryInMs: backoff() })
-    }
-    // The handler's work is done: ack even if recording it fails (the claim then expires).
-    let owned = true
-    let failure: unknown
-    try {
-      owned = await store.complete(key, owner, retentionMs)
-    } catch (error) {
-      failure = error
-    }
-    msg.ack()
-    done(owned ? 'processed' : 'lease_lost', failure === undefined ? {} : { error: failure })
+    await processDelivery(
+      {
+        delivery,
+        attempts: msg.attempts,
+        stalled: 0,
+        retriesSince: delivery.receivedAt,
+        owner: crypto.randomUUID(),
+        acks: {
+          complete: async () => (msg.ack(), true),
+          retry,
+        },
+      },
+      policy,
+    )
   }
 
   return async (batch) => {
     const settled = await Promise.allSettled(batch.messages.map(handle))
+    // An invocation may end before a summary's timer: write this batch's summaries now.
+    lines.flush()
     // Throwing makes the Queue retry every message not acked or retried explicitly, never drop it.
     const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected')
     if (failed) throw new Error(`svc-webhooks: the Queue consumer failed: ${message(failed.reason)}`, { cause: failed.reason })
@@ -318,8 +348,8 @@ function fromQueued(body: unknown): InboxDelivery {
     typeof m.body === 'string' &&
     typeof m.receivedAt === 'number'
   if (!valid) throw new TypeError('svc-webhooks: the Queue message is not a delivery QueueInbox sent; keep this Queue for webhooks only.')
-  const { keys, endpoint, id, timestamp, signatureVersion, secretIndex, body: base64, receivedAt } = m as QueuedDelivery
-  return { keys, endpoint, id, timestamp, signatureVersion, secretIndex, rawBody: fromBase64(base64), receivedAt }
+  const { keys, endpoint, id, timestamp, signatureVersion, secretIndex, body: base64, receivedAt, traceparent } = m as QueuedDelivery
+  return { keys, endpoint, id, timestamp, signatureVersion, secretIndex, rawBody: fromBase64(base64), receivedAt, ...(typeof traceparent === 'string' ? { traceparent } : {}) }
 }
 
 /** What `withWebhooks` needs for its `queue` option, from its other options. */
@@ -329,7 +359,10 @@ export interface QueueWorkerOptions {
   inbox?: unknown
   maxBodyBytes?: number
   retentionMs?: number
+  log?: WebhookLog
+  handlerTimeoutMs?: number
   onQueueResult?: (result: InboxWorkerResult) => unknown
+  telemetry?: WebhookTelemetry
 }
 
 /**
@@ -337,11 +370,11 @@ export interface QueueWorkerOptions {
  * (within a Queue message), and the consumer for the Worker's `queue()`. Throws on invalid options.
  */
 export function queueWorker(queue: QueueProducerLike, options: QueueWorkerOptions) {
-  const { on, store, inbox, maxBodyBytes = QUEUE_MAX_BODY_BYTES, retentionMs, onQueueResult } = options
+  const { on, store, inbox, maxBodyBytes = QUEUE_MAX_BODY_BYTES, retentionMs, log, handlerTimeoutMs, onQueueResult, telemetry } = options
   if (inbox !== undefined) throw new TypeError('svc-webhooks: give `queue` or `inbox`, not both: with `queue` the Queue is the inbox.')
   if (store === undefined) throw new TypeError('svc-webhooks: `queue` needs `store: new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY)`: a Queue cannot tell a resend from a new delivery.')
   if (!(maxBodyBytes <= QUEUE_MAX_BODY_BYTES)) throw new TypeError(`svc-webhooks: with \`queue\`, \`maxBodyBytes\` must be at most ${QUEUE_MAX_BODY_BYTES}: a Queue message holds 128 KB.`)
-  const consume = createQueueConsumer({ on: on!, store, ...(retentionMs !== undefined && { retentionMs }), ...(onQueueResult && { onResult: onQueueResult }) })
+  const consume = createQueueConsumer({ on: on!, store, ...(retentionMs !== undefined && { retentionMs }), ...(log !== undefined && { log }), ...(handlerTimeoutMs !== undefined && { handlerTimeoutMs }), ...(onQueueResult && { onResult: onQueueResult }), ...(telemetry && { telemetry }) })
   const producer = new QueueInbox(queue, { store, ...(retentionMs !== undefined && { retentionMs }) })
   return { receiver: { inbox: producer, maxBodyBytes }, consume }
 }

@@ -17,30 +17,30 @@ end
 
 /**
  * The fields a taken entry or a dead letter is read back with, in the order `readRow` expects
- * (Lua indexes 1 to 12); a take appends the lease and the primary key, `dead` the burial time
+ * (Lua indexes 1 to 13); a take appends the lease and the primary key, `dead` the burial time
  * and the primary key.
  */
-const FIELDS = `'keys', 'endpoint', 'id', 'timestamp', 'version', 'secretIndex', 'body', 'receivedAt', 'attempts', 'lastError', 'takes', 'retriesSince'`
+const FIELDS = `'keys', 'endpoint', 'id', 'timestamp', 'version', 'secretIndex', 'body', 'receivedAt', 'attempts', 'lastError', 'takes', 'retriesSince', 'trace'`
 
 /** Position (0-based, in a reply row) of the field after {@link FIELDS}: the lease or the burial time; the primary key follows it. */
-export const EXTRA = 12
+export const EXTRA = 13
 
 // ARGV: prefix, append token, keys (JSON), endpoint, id, timestamp, version, secretIndex,
-// body (base64), receivedAt, then each dedupe key (the primary first).
+// body (base64), receivedAt, traceparent ('' for none), then each dedupe key (the primary first).
 export const APPEND = `${PRELUDE}
-local pk = ARGV[11]
-for i = 11, #ARGV do
+local pk = ARGV[12]
+for i = 12, #ARGV do
   local v = redis.call('GET', P .. 'k:' .. ARGV[i])
   if v then
-    if i == 11 and v == 'a:' .. ARGV[2] then return 'accepted' end
+    if i == 12 and v == 'a:' .. ARGV[2] then return 'accepted' end
     return 'duplicate'
   end
 end
 local now = clock()
-for i = 11, #ARGV do redis.call('SET', P .. 'k:' .. ARGV[i], 'a:' .. ARGV[2]) end
+for i = 12, #ARGV do redis.call('SET', P .. 'k:' .. ARGV[i], 'a:' .. ARGV[2]) end
 redis.call('HSET', P .. 'e:' .. pk, 'keys', ARGV[3], 'endpoint', ARGV[4], 'id', ARGV[5], 'timestamp', ARGV[6],
   'version', ARGV[7], 'secretIndex', ARGV[8], 'body', ARGV[9], 'receivedAt', ARGV[10], 'attempts', 0,
-  'takes', 0, 'retriesSince', ARGV[10], 'state', 'waiting', 'lease', '', 'leaseUntil', 0)
+  'takes', 0, 'retriesSince', ARGV[10], 'trace', ARGV[11], 'state', 'waiting', 'lease', '', 'leaseUntil', 0)
 redis.call('ZADD', KEYS[1], now, pk)
 redis.call('ZADD', P .. 'recv', ARGV[10], pk)
 return 'accepted'`
@@ -63,8 +63,8 @@ for i, pk in ipairs(pks) do
     row[11] = redis.call('HINCRBY', e, 'takes', 1)
     redis.call('HSET', e, 'lease', lease, 'leaseUntil', expiry)
     redis.call('ZADD', KEYS[1], expiry, pk)
-    row[13] = lease
-    row[14] = pk
+    row[14] = lease
+    row[15] = pk
     rows[#rows + 1] = row
   else
     -- Its hash was deleted by hand: drop the orphan rather than fail every take.
@@ -152,7 +152,7 @@ export const DEAD = `${PRELUDE}
 local rows = {}
 for i, pk in ipairs(redis.call('ZRANGE', P .. 'dead', 0, ARGV[2])) do
   local row = redis.call('HMGET', P .. 'e:' .. pk, ${FIELDS}, 'deadAt')
-  row[14] = pk
+  row[15] = pk
   rows[i] = row
 end
 return rows`

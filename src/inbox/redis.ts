@@ -142,6 +142,7 @@ function readRow(row: unknown): Read | undefined {
       rawBody: new Uint8Array(Buffer.from(text(row[6]), 'base64')),
       receivedAt: Number(text(row[7])),
     }
+    if (present(row[12]) && text(row[12]) !== '') delivery.traceparent = text(row[12])
     const read: Read = {
       delivery,
       attempts: count(row[8], 0),
@@ -226,7 +227,7 @@ export class RedisInbox implements WebhookInbox {
     // The token lets a repeated attempt (a retry after a dropped connection) recognise its own append.
     const token = crypto.randomUUID()
     const body = Buffer.from(rawBody.buffer, rawBody.byteOffset, rawBody.byteLength).toString('base64')
-    const args = [token, JSON.stringify(keys), endpoint, id, String(timestamp), signatureVersion, String(secretIndex), body, String(receivedAt), ...keys]
+    const args = [token, JSON.stringify(keys), endpoint, id, String(timestamp), signatureVersion, String(secretIndex), body, String(receivedAt), delivery.traceparent ?? '', ...keys]
     const result = text(await this.call('append', APPEND, args))
     if (result === 'accepted' || result === 'duplicate') return result
     throw new InboxError('refused', 'RedisInbox.append', 'svc-webhooks: RedisInbox.append got an unexpected reply from Redis.')

@@ -1,44 +1,42 @@
 /**
  * `createInboxWorker`: runs the handlers of the deliveries a receiver accepted into an inbox
- * (DESIGN.md "Durable inbox"). It takes deliveries under a lease, keeps the lease alive while a
- * handler runs, completes a success, retries a failure with exponential backoff (from 1 s, capped
- * at 1 h, for up to 72 h by default) and buries a delivery that exhausted them in the dead-letter
- * list. A crashed worker's deliveries are taken over when their lease (`visibilityTimeoutMs`)
- * expires. An optional `store` (an `IdempotencyStore`) guards each id as the receiver's dedupe
- * does, for engines that may hand the same delivery out twice (Cloudflare Queues).
+ * (DESIGN.md "Durable inbox"), in the shape of BullMQ's Worker and pg-boss's retry limits. It
+ * takes deliveries under a lease and hands each to {@link processDelivery}, the one processing
+ * path; it owns what is about the lease and the process:
+ *
+ * - the lease is renewed every third of `visibilityTimeoutMs` while a delivery is processed, and
+ *   its end is known, so an ack the inbox did not answer is retried for as long as the lease lasts
+ *   (a database blip during `complete` does not run the handler twice);
+ * - a delivery handed out more than `maxStalledCount` times with no result is buried (BullMQ's
+ *   stalled-job checker): one that takes its process down costs at most `maxStalledCount + 1`
+ *   crashes. A delivery that was in a process when it crashed (a suspect) runs alone afterwards,
+ *   and the worker takes one delivery at a time at start and while suspects come, so a crash
+ *   names its culprit rather than burying its neighbours with it;
+ * - `handlerTimeoutMs` bounds a handler (pg-boss's `expireIn`);
+ * - `stop()` hands back what it took but did not start and waits for what it started;
+ * - lines go to `log`, as the receiver's do (DESIGN.md "Visible by default").
  */
-import { decodeUtf8 } from '#crypto'
-import type { WebhookEvent } from '../events.js'
 import type { WebhookHandler, WebhookHandlers } from '../receiver.js'
-import { quietly, type IdempotencyStore } from '../stores/store.js'
-import type { VerifiedDelivery } from '../verify.js'
-import { DEFAULT_INBOX_RETENTION_MS, type InboxEntry, type WebhookInbox } from './inbox.js'
-import { callHook } from '../visibility.js'
+import type { IdempotencyStore } from '../stores/store.js'
+import { callHook, lineSink, startupWarnings, type WebhookLog } from '../visibility.js'
+import type { WebhookTelemetry } from '../telemetry.js'
+import { DEFAULT_INBOX_RETENTION_MS, isInboxError, type InboxEntry, type WebhookInbox } from './inbox.js'
+import { processDelivery, type InboxWorkerResult, type ProcessPolicy } from './process.js'
+import { errorLabel, printable } from '../log-window.js'
 
-/** How one taken delivery ended, for logging and metrics. Never holds the body. */
-export interface InboxWorkerResult {
-  outcome: 'processed' | 'ignored' | 'retrying' | 'dead' | 'duplicate' | 'in_flight' | 'lease_lost'
-  id: string
-  endpoint: string
-  eventType?: string
-  /** Handler attempts made so far, this one included. */
-  attempts: number
-  /** The handler's error (retrying, dead). */
-  error?: unknown
-  /** With `retrying`: when it is due again, in milliseconds from now. */
-  retryInMs?: number
-  durationMs: number
-}
+export { retryDelay, type InboxWorkerResult } from './process.js'
 
 /** Options of {@link createInboxWorker}. */
 export interface InboxWorkerOptions {
   /** The inbox the receiver appends to. */
   inbox: WebhookInbox
-  /** Handlers by event type, called as `handler(event, delivery)`, as in the receiver. */
+  /** Handlers by event type, called as `handler(event, delivery)`, as in the receiver; `delivery.signal` is aborted past the deadline. */
   on: WebhookHandlers
   /**
    * Guards each delivery id with claim → run → complete, for inboxes that may hand a delivery out
    * twice (Cloudflare Queues deliver at least once). Not needed with RedisInbox or PostgresInbox.
+   * The claim lasts `handlerTimeoutMs + visibilityTimeoutMs` (the longest a run and its ack can
+   * take), so it needs no renewal.
    */
   store?: IdempotencyStore
   /**
@@ -49,10 +47,30 @@ export interface InboxWorkerOptions {
   concurrency?: number
   /**
    * How long a taken delivery is hidden from other workers; renewed every third of it while the
-   * handler runs, so only a crashed worker's deliveries are taken over.
+   * handler runs, so only a crashed worker's deliveries are taken over. An ack the inbox does not
+   * answer is retried until the lease ends.
    * @default 60000
    */
   visibilityTimeoutMs?: number
+  /**
+   * The longest a handler may run. Past it its `delivery.signal` is aborted, its slot is freed and
+   * the delivery is retried by the backoff ("handler timed out after … ms"). A handler is not
+   * waiting on the sender (the receiver answered 202 long ago), so this bounds a hung call, not a
+   * slow one: 5 minutes is far beyond any sound handler and short enough that `concurrency` hung
+   * handlers cannot stall the worker for long.
+   * @default 300000 (5 min)
+   */
+  handlerTimeoutMs?: number
+  /**
+   * Hand-outs with no recorded result (the process crashed, was killed, or lost the lease) a
+   * delivery may have before it is buried with the reason, so one that takes its process down
+   * costs at most `maxStalledCount + 1` crashes. Healthy deliveries stall too (a deploy's kill -9,
+   * an OOM caused by another delivery, a lost lease, a `stop()` that hands back): 3 tolerates a
+   * couple of those without burying anything healthy, while a crash loop ends within seconds.
+   * `0` buries at the first stall.
+   * @default 3
+   */
+  maxStalledCount?: number
   /**
    * How long to wait before asking an empty inbox again.
    * @default 500
@@ -69,17 +87,30 @@ export interface InboxWorkerOptions {
    */
   maxRetryDelayMs?: number
   /**
-   * How long after it was accepted a delivery is still retried; then it goes to the dead letters.
+   * How long after it was accepted (or requeued) a delivery is still retried; then it goes to the dead letters.
    * @default 259200000 (72 h)
    */
   maxRetryAgeMs?: number
-  /** Called once per taken delivery. May be sync or async; a throw or a rejection is swallowed. */
+  /**
+   * Where the worker's lines go (startup warnings, a handler's first failure and every fifth, a
+   * dead letter, an inbox that stops and starts answering): a function taking one line, or false
+   * for none. Lines hold ids, names and error names, never the body or an error's message.
+   * @default console.warn
+   */
+  log?: WebhookLog
+  /** Called once per processed delivery. May be sync or async; a throw or a rejection is swallowed. */
   onResult?: (result: InboxWorkerResult) => unknown
   /**
-   * Called when the inbox itself fails (take, complete...): the worker waits and goes on.
-   * @default a line on console.error
+   * Traces and metrics: `openTelemetry()` from `svc-webhooks/opentelemetry`, or your own. A
+   * process span per delivery, in the trace of the span that received it; the inbox's figures as gauges.
+   * @default none (nothing is called)
    */
-  onError?: (error: unknown) => void
+  telemetry?: WebhookTelemetry
+  /**
+   * Called with each error of the inbox itself (take, an ack that could not be recorded): the
+   * worker waits and goes on. May be sync or async; a throw or a rejection is swallowed.
+   */
+  onError?: (error: unknown) => unknown
   /**
    * The clock, in milliseconds since the epoch (tests).
    * @default Date.now
@@ -89,12 +120,13 @@ export interface InboxWorkerOptions {
 
 /** A running worker. */
 export interface InboxWorker {
-  /** Starts taking deliveries. Calling it again does nothing. */
+  /** Starts taking deliveries and logs the startup warnings. Calling it again does nothing. */
   start(): void
   /**
-   * Stops taking deliveries and waits for the handlers it is running (at most `timeoutMs`, by
-   * default `visibilityTimeoutMs`); a delivery still running then is taken over by another
-   * worker once its lease expires.
+   * Stops taking deliveries: what a take in flight brings back is handed back unrun (its lease
+   * ended at once, so another worker takes it now), and the handlers already started are waited
+   * for, at most `timeoutMs`. Past that their `delivery.signal` is aborted and `stop()` resolves;
+   * their deliveries are taken over once their leases expire.
    */
   stop(timeoutMs?: number): Promise<void>
   /** Deliveries being processed now. */
@@ -104,11 +136,19 @@ export interface InboxWorker {
 const DEFAULTS = {
   concurrency: 10,
   visibilityTimeoutMs: 60_000,
+  handlerTimeoutMs: 5 * 60 * 1000,
   pollIntervalMs: 500,
   firstRetryDelayMs: 1_000,
   maxRetryDelayMs: 60 * 60 * 1000,
   maxRetryAgeMs: 72 * 60 * 60 * 1000,
 }
+const DEFAULT_MAX_STALLED_COUNT = 3
+/** An unanswered ack is tried again after 100 ms, doubling up to 2 s, while the lease lasts. */
+const ACK_FIRST_RETRY_MS = 100
+const ACK_MAX_RETRY_MS = 2_000
+const ACK_LAST_TRY_MS = 20
+/** The longest pause between takes while the inbox does not answer. */
+const MAX_TAKE_PAUSE_MS = 30_000
 
 function positive(value: number, name: string): void {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
@@ -116,17 +156,122 @@ function positive(value: number, name: string): void {
   }
 }
 
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+
 const yieldToEventLoop = (): Promise<void> =>
   new Promise((resolve) => ((globalThis as { setImmediate?: (f: () => void) => void }).setImmediate ?? setTimeout)(resolve))
 
-/** The retry delay after `attempts` failures: `first * 2^(attempts - 1)`, capped. */
-export function retryDelay(attempts: number, firstMs: number, maxMs: number): number {
-  return Math.min(maxMs, firstMs * 2 ** Math.min(attempts - 1, 40))
+/** Hand-outs of `entry` before this one that ended with no recorded result. */
+function stalledTakes(entry: InboxEntry): number {
+  const stalled = entry.takes - entry.attempts - 1
+  // An engine that does not count hand-outs (`takes` missing) cannot tell.
+  return Number.isFinite(stalled) && stalled > 0 ? stalled : 0
 }
 
-function message(error: unknown): string {
-  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
-  return text.length > 1000 ? `${text.slice(0, 1000)}...` : text
+/**
+ * A taken entry's lease: renewed every third of the visibility timeout until it ends, with its
+ * expiry known (counted from when the take or the extend was asked, the safe side), so an ack
+ * is retried only while the lease still protects the delivery.
+ */
+class Lease {
+  expiresAt: number
+  /** Aborted when the lease is lost or the worker gives up waiting: the handler's signal follows it. */
+  readonly controller = new AbortController()
+  private readonly timer: ReturnType<typeof setInterval>
+  private renewing = false
+
+  constructor(
+    private readonly entry: InboxEntry,
+    private readonly inbox: WebhookInbox,
+    private readonly visibilityMs: number,
+    private readonly now: () => number,
+    takenAt: number,
+  ) {
+    this.expiresAt = takenAt + visibilityMs
+    this.timer = setInterval(() => void this.renew(), Math.max(1, Math.floor(visibilityMs / 3)))
+  }
+
+  private async renew(): Promise<void> {
+    // An extend the inbox has not answered yet is not doubled up.
+    if (this.renewing) return
+    this.renewing = true
+    const askedAt = this.now()
+    try {
+      if (await this.inbox.extend(this.entry, this.visibilityMs)) this.expiresAt = Math.max(this.expiresAt, askedAt + this.visibilityMs)
+      // false: another worker holds it now. The handler is told through its signal; its result
+      // will not be recorded (the ack answers false too).
+      else this.lose()
+    } catch {
+      // Unanswered: the expiry stays where the last answered renewal put it.
+    } finally {
+      this.renewing = false
+    }
+  }
+
+  lose(): void {
+    this.end()
+    this.controller.abort(Object.assign(new Error('the lease on this delivery was lost: another worker may run it'), { name: 'LeaseLostError' }))
+  }
+
+  end(): void {
+    clearInterval(this.timer)
+  }
+
+  /**
+   * Runs an ack, trying it again while the inbox is unavailable and the lease lasts: the engine
+   * makes a repeat by the same lease idempotent, so a reply lost in a dropped connection is
+   * harmless. A `refused` error is not retried (it would be refused again).
+   */
+  async ack(call: () => Promise<boolean>): Promise<boolean> {
+    for (let wait = ACK_FIRST_RETRY_MS; ; wait = Math.min(wait * 2, ACK_MAX_RETRY_MS)) {
+      try {
+        return await call()
+      } catch (error) {
+        if (isInboxError(error) && error.kind === 'refused') throw error
+        // Never wait past the lease: the next try comes at most halfway to its end (a renewal
+        // meanwhile moves the end), and none is made in its last few milliseconds.
+        const left = this.expiresAt - this.now()
+        if (left < ACK_LAST_TRY_MS) throw error
+        await sleep(Math.min(wait, left / 2))
+      }
+    }
+  }
+}
+
+/**
+ * Admission to run: a suspect (a delivery that was in a process when it crashed) runs alone, the
+ * rest together, first come first served. After one crash every delivery that was running is a
+ * suspect; run one at a time, the next crash is the culprit's alone, so its neighbours complete
+ * instead of stalling with it toward `maxStalledCount`.
+ */
+class SuspectGate {
+  private running = 0
+  private alone = false
+  private readonly waiting: { solo: boolean; go: () => void }[] = []
+
+  enter(solo: boolean): Promise<void> {
+    return new Promise((go) => {
+      this.waiting.push({ solo, go })
+      this.admit()
+    })
+  }
+
+  leave(solo: boolean): void {
+    if (solo) this.alone = false
+    else this.running--
+    this.admit()
+  }
+
+  private admit(): void {
+    for (let next = this.waiting[0]; next !== undefined; next = this.waiting[0]) {
+      if (this.alone || (next.solo && this.running > 0)) return
+      this.waiting.shift()
+      if (next.solo) this.alone = true
+      else this.running++
+      next.go()
+      if (next.solo) return
+    }
+  }
 }
 
 /**
@@ -139,7 +284,7 @@ function message(error: unknown): string {
  * process.on('SIGTERM', () => worker.stop().then(() => process.exit(0)))
  */
 export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
-  const { inbox, on, store, onResult, now = Date.now } = options
+  const { inbox, on, store, onResult, onError, now = Date.now } = options
   const settings = { ...DEFAULTS }
   for (const name of Object.keys(DEFAULTS) as (keyof typeof DEFAULTS)[]) {
     const value = options[name]
@@ -148,16 +293,46 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
       settings[name] = value
     }
   }
+  const { maxStalledCount = DEFAULT_MAX_STALLED_COUNT } = options
+  if (!Number.isInteger(maxStalledCount) || maxStalledCount < 0) throw new TypeError('svc-webhooks: createInboxWorker `maxStalledCount` must be a whole number, 0 or more.')
   if (typeof inbox?.take !== 'function') throw new TypeError('svc-webhooks: createInboxWorker needs `inbox` (MemoryInbox, RedisInbox, PostgresInbox).')
   if (typeof on !== 'object' || on === null) throw new TypeError('svc-webhooks: createInboxWorker needs `on`, the handlers by event type.')
-  const handlers = on as Record<string, WebhookHandler<unknown> | undefined>
-  const onError = options.onError ?? ((error: unknown) => console.error(`svc-webhooks: inbox worker: ${message(error)}`))
+  const { telemetry } = options
+  if (telemetry !== undefined && (typeof telemetry?.receive !== 'function' || typeof telemetry.process !== 'function')) {
+    throw new TypeError('svc-webhooks: createInboxWorker `telemetry` must be a WebhookTelemetry, e.g. openTelemetry() from svc-webhooks/opentelemetry.')
+  }
+  /** Every line of the worker goes out here, and only here. */
+  const lines = lineSink(options.log, 'inbox worker', now)
+  const inboxError = (error: unknown): void => callHook(onError, error)
+
+  const policy: ProcessPolicy = {
+    handlers: on as Record<string, WebhookHandler<unknown> | undefined>,
+    ...(store && { store }),
+    storeKey: (delivery) => delivery.keys[0]!,
+    claimMs: settings.handlerTimeoutMs + settings.visibilityTimeoutMs,
+    retentionMs: DEFAULT_INBOX_RETENTION_MS,
+    handlerTimeoutMs: settings.handlerTimeoutMs,
+    maxStalledCount,
+    firstRetryDelayMs: settings.firstRetryDelayMs,
+    maxRetryDelayMs: settings.maxRetryDelayMs,
+    maxRetryAgeMs: settings.maxRetryAgeMs,
+    now,
+    report: (result) => callHook(onResult, result),
+    say: lines.say,
+    inboxError,
+    ...(telemetry && { telemetry }),
+  }
+  telemetry?.observe?.('worker', async () => ({ inbox: await inbox.stats() }))
+
+  let started = false
   let running = false
   let loop: Promise<void> | undefined
   let wake: (() => void) | undefined
   const active = new Set<Promise<void>>()
+  const leases = new Set<Lease>()
+  const gate = new SuspectGate()
 
-  function sleep(ms: number): Promise<void> {
+  function pause(ms: number): Promise<void> {
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms)
       function done() {
@@ -169,107 +344,117 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
     })
   }
 
-  const report = (result: InboxWorkerResult): void => callHook(onResult, result)
+  function begin(entry: InboxEntry, takenAt: number): void {
+    const lease = new Lease(entry, inbox, settings.visibilityTimeoutMs, now, takenAt)
+    leases.add(lease)
+    const stalled = stalledTakes(entry)
+    const solo = stalled > 0 && stalled <= maxStalledCount
+    const acks = {
+      complete: () => lease.ack(() => inbox.complete(entry)),
+      retry: (delayMs: number, error: string) => lease.ack(() => inbox.retry(entry, delayMs, error)),
+      bury: (error: string) => lease.ack(() => inbox.bury(entry, error)),
+    }
+    const job = { delivery: entry, attempts: entry.attempts + 1, stalled, retriesSince: entry.retriesSince ?? entry.receivedAt, owner: entry.lease, acks, abort: lease.controller.signal }
+    const task: Promise<void> = (async () => {
+      await gate.enter(solo)
+      try {
+        await processDelivery(job, policy)
+      } finally {
+        gate.leave(solo)
+      }
+    })()
+      .catch(inboxError)
+      .finally(() => {
+        lease.end()
+        leases.delete(lease)
+        active.delete(task)
+      })
+    active.add(task)
+  }
 
-  async function handle(entry: InboxEntry): Promise<void> {
-    const started = now()
-    const base = { id: entry.id, endpoint: entry.endpoint, attempts: entry.attempts + 1 }
-    let event: WebhookEvent
+  /**
+   * Gives a taken entry back unrun, due again at once. Ending the lease (`extend(entry, 0)`)
+   * records nothing: the hand-out counts as one without a result toward `maxStalledCount`. An
+   * engine that refuses a 0 ms lease gets a retry due now instead, which counts an attempt (and
+   * keeps the last error) rather than a stall. Either failing, the lease simply expires.
+   */
+  async function handBack(entry: InboxEntry): Promise<void> {
     try {
-      event = JSON.parse(decodeUtf8(entry.rawBody)) as WebhookEvent
-    } catch (error) {
-      // The body was verified and parsed when accepted: a body that no longer parses is corrupt storage.
-      await inbox.bury(entry, `the stored body is not JSON: ${message(error)}`)
-      return report({ ...base, outcome: 'dead', error, durationMs: now() - started })
+      if (await inbox.extend(entry, 0)) return
+    } catch {
+      await inbox.retry(entry, 0, entry.lastError ?? 'handed back unrun: the worker stopped').catch(() => false)
     }
-    const handler = Object.hasOwn(handlers, event.event) ? handlers[event.event] : undefined
-    if (handler === undefined) {
-      await inbox.complete(entry)
-      return report({ ...base, outcome: 'ignored', eventType: event.event, durationMs: now() - started })
-    }
-    const key = entry.keys[0]!
-    const owner = entry.lease
-    if (store) {
-      const claim = await store.claim(key, owner, settings.visibilityTimeoutMs)
-      if (claim === 'completed') {
-        await inbox.complete(entry)
-        return report({ ...base, outcome: 'duplicate', eventType: event.event, durationMs: now() - started })
-      }
-      if (claim === 'in_flight') {
-        await inbox.retry(entry, settings.firstRetryDelayMs, 'another worker holds this delivery')
-        return report({ ...base, outcome: 'in_flight', eventType: event.event, durationMs: now() - started })
-      }
-    }
-    const delivery: VerifiedDelivery<unknown> = {
-      id: entry.id,
-      timestamp: entry.timestamp,
-      signatureVersion: entry.signatureVersion,
-      secretIndex: entry.secretIndex,
-      rawBody: entry.rawBody,
-      event,
-    }
-    // Keep the lease while the handler runs, so no other worker takes the delivery over.
-    const renew = setInterval(() => {
-      inbox.extend(entry, settings.visibilityTimeoutMs).catch(() => undefined)
-    }, Math.max(1, Math.floor(settings.visibilityTimeoutMs / 3)))
-    let failure: unknown
-    let failed = false
-    try {
-      await handler(event, delivery)
-    } catch (error) {
-      failed = true
-      failure = error
-    } finally {
-      clearInterval(renew)
-    }
-    if (!failed) {
-      if (store) await quietly(() => store.complete(key, owner, DEFAULT_INBOX_RETENTION_MS))
-      const owned = await inbox.complete(entry)
-      return report({ ...base, outcome: owned ? 'processed' : 'lease_lost', eventType: event.event, durationMs: now() - started })
-    }
-    if (store) await quietly(() => store.release(key, owner))
-    const delay = retryDelay(base.attempts, settings.firstRetryDelayMs, settings.maxRetryDelayMs)
-    if (now() + delay - entry.receivedAt > settings.maxRetryAgeMs) {
-      await inbox.bury(entry, message(failure))
-      return report({ ...base, outcome: 'dead', eventType: event.event, error: failure, durationMs: now() - started })
-    }
-    await inbox.retry(entry, delay, message(failure))
-    report({ ...base, outcome: 'retrying', eventType: event.event, error: failure, retryInMs: delay, durationMs: now() - started })
   }
 
   async function run(): Promise<void> {
-    let pause = settings.pollIntervalMs
+    let wait = settings.pollIntervalMs
+    let failedTakes = 0
+    // One delivery at a time at start and while suspects come: a process started after a crash
+    // must not take healthy deliveries and hold them behind the culprit when it crashes again
+    // (each such hand-out would count toward their maxStalledCount too).
+    let cautious = true
     while (running) {
       const free = settings.concurrency - active.size
-      if (free <= 0) {
+      // Cautious, one at a time: the next take waits until the last one's delivery is done.
+      if (free <= 0 || (cautious && active.size > 0)) {
         await Promise.race(active)
         continue
       }
       let entries: InboxEntry[]
+      const askedAt = now()
       try {
-        entries = await inbox.take(free, settings.visibilityTimeoutMs)
-        pause = settings.pollIntervalMs
+        entries = await inbox.take(cautious ? 1 : free, settings.visibilityTimeoutMs)
       } catch (error) {
-        onError(error)
-        await sleep(pause)
-        pause = Math.min(pause * 2, 30_000)
+        inboxError(error)
+        // One line when the inbox stops answering and one when it is back, not one per poll.
+        if (++failedTakes === 1) {
+          const refused = isInboxError(error) && error.kind === 'refused'
+          lines.say(
+            'inbox_unavailable',
+            `the inbox ${refused ? 'refused' : 'did not answer'} a take (${errorLabel(error)}): deliveries wait in it, none is lost. ` +
+              `Trying again with backoff up to every ${MAX_TAKE_PAUSE_MS / 1000} s.`,
+          )
+        }
+        if (running) await pause(wait)
+        wait = Math.min(wait * 2, MAX_TAKE_PAUSE_MS)
         continue
       }
-      for (const entry of entries) {
-        const task: Promise<void> = handle(entry)
-          .catch(onError)
-          .finally(() => active.delete(task))
-        active.add(task)
+      wait = settings.pollIntervalMs
+      if (failedTakes > 0) {
+        lines.say('inbox_back', `the inbox answers again, after ${failedTakes} failed take(s).`)
+        failedTakes = 0
       }
-      if (entries.length === 0 && running) await sleep(settings.pollIntervalMs)
+      if (!running) {
+        // stop() was called while this take was on its way: hand the entries back unrun.
+        await Promise.all(entries.map(handBack))
+        break
+      }
+      if (entries.length > 0) cautious = entries.some((entry) => stalledTakes(entry) > 0)
+      for (const entry of entries) begin(entry, askedAt)
+      if (entries.length === 0) await pause(settings.pollIntervalMs)
       // An inbox that answers without I/O (in memory) must not starve timers and sockets.
       else await yieldToEventLoop()
     }
   }
 
+  function warnAtStart(): void {
+    for (const line of startupWarnings(on, undefined)) lines.once(line)
+    Promise.resolve()
+      .then(() => inbox.durabilityWarnings?.())
+      .then(
+        (warnings) => {
+          // The engine's own lines name it ("svc-webhooks: RedisInbox: ..."); escaped all the same.
+          for (const line of warnings ?? []) lines.once(printable(line, 500))
+        },
+        () => undefined,
+      )
+  }
+
   return {
     start() {
       if (running) return
+      if (!started) warnAtStart()
+      started = true
       running = true
       loop = run()
     },
@@ -277,9 +462,16 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
       running = false
       wake?.()
       let timer: ReturnType<typeof setTimeout> | undefined
-      const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))
-      await Promise.race([Promise.all([loop, ...active]), timeout])
+      let timedOut = false
+      const timeout = new Promise<void>((resolve) => (timer = setTimeout(() => resolve(void (timedOut = true)), timeoutMs)))
+      // The loop first: a take in flight may still end in hand-backs, and it starts nothing new.
+      await Promise.race([(async () => {
+        await loop
+        await Promise.all(active)
+      })(), timeout])
       clearTimeout(timer)
+      if (timedOut) for (const lease of leases) lease.controller.abort(Object.assign(new Error('the worker stopped before this handler finished'), { name: 'AbortError' }))
+      lines.flush()
     },
     get active() {
       return active.size

@@ -20,6 +20,8 @@ interface State {
   runs: { id: string; text: string; rawBody: string; at: number }[]
   results: (Omit<InboxWorkerResult, 'error'> & { error?: string; at: number })[]
   dead: { id: string; attempts: number }[]
+  scopes: { operation: 'receive' | 'process'; id?: string; traceparent?: string; outcome: string }[]
+  aborted: { id: string; reason: string }[]
 }
 
 /** Miniflare on 127.0.0.1 with a Queue bound as producer and consumer (test/support/workerd.ts binds no queues). */
@@ -109,6 +111,17 @@ describe('cloudflare: Queues as the durable inbox (workerd)', () => {
     }
   })
 
+  it('telemetry: the consumer\'s process scope starts with the trace context of the scope that received the delivery', async () => {
+    const delivery = await signed('traced')
+    expect((await post(delivery)).status).toBe(202)
+    const state = await until((s) => s.scopes.some((scope) => scope.operation === 'process' && scope.id === delivery.id))
+    const receive = state.scopes.find((scope) => scope.operation === 'receive' && scope.id === delivery.id)!
+    const process = state.scopes.find((scope) => scope.operation === 'process' && scope.id === delivery.id)!
+    expect(receive.outcome).toBe('accepted')
+    expect(process.traceparent).toBe(receive.traceparent)
+    expect(process.outcome).toBe('processed')
+  })
+
   it('answers a resend of an accepted or processed id 200 duplicate and never runs it again', async () => {
     const first = await signed('resent')
     const resend = () => signWebhook({ secret: SECRET, body: first.body, id: first.id, timestamp: first.timestamp + 1 })
@@ -134,6 +147,18 @@ describe('cloudflare: Queues as the durable inbox (workerd)', () => {
     expect(results[0]!.error).toContain('the handler failed')
     expect(runs).toHaveLength(2)
     expect(runs[1]!.at - runs[0]!.at).toBeGreaterThanOrEqual(900)
+  })
+
+  it('a handler that never settles: past handlerTimeoutMs its signal aborts and the message is retried, then processed', async () => {
+    const hung = await signed('hang-once')
+    const beside = await Promise.all([signed('beside 1'), signed('beside 2')])
+    for (const delivery of [hung, ...beside]) expect((await post(delivery)).status).toBe(202)
+    const state = await until((s) => [hung, ...beside].every((d) => of(s, d.id).outcomes.includes('processed')))
+    const { outcomes, results } = of(state, hung.id)
+    expect(outcomes).toEqual(['retrying', 'processed'])
+    expect(results[0]).toMatchObject({ error: 'TimeoutError: handler timed out after 500 ms', retryInMs: 1000 })
+    expect(state.aborted).toEqual([{ id: hung.id, reason: 'TimeoutError: handler timed out after 500 ms' }])
+    for (const d of beside) expect(of(state, d.id).outcomes).toEqual(['processed'])
   })
 
   it(`backs off 1 s, 2 s, and after max_retries (${MAX_RETRIES}) the Queue moves the message to its dead-letter queue`, async () => {

@@ -5,7 +5,7 @@
  * what reached the dead-letter queue, and lets the test put messages on the Queue directly (a
  * copy Queues hand out twice, a type whose handler was removed after it was accepted).
  */
-import type { InboxWorkerResult, WebhookHandlers } from 'svc-webhooks'
+import type { InboxWorkerResult, TelemetryScope, WebhookHandlers, WebhookTelemetry } from 'svc-webhooks'
 import {
   DurableObjectStore,
   QueueInbox,
@@ -29,12 +29,38 @@ const runs: { id: string; text: string; rawBody: string; at: number }[] = []
 const results: (Omit<InboxWorkerResult, 'error'> & { error?: string; at: number })[] = []
 const dead: { id: string; attempts: number }[] = []
 const failures = new Map<string, number>()
+/** Why each hung handler's signal was aborted, by delivery id. */
+const aborted: { id: string; reason: string }[] = []
 let refuseSends = 0
+/** Every telemetry scope that ended: the receive scopes' trace contexts, and what each process scope was started with. */
+const scopes: { operation: 'receive' | 'process'; id?: string; traceparent?: string; outcome: string }[] = []
+const hex = (bytes: number) => [...crypto.getRandomValues(new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, '0')).join('')
+// Records what the entry reports; the OpenTelemetry mapping itself is tested with the real SDK in Node.
+const telemetry: WebhookTelemetry = {
+  receive(): TelemetryScope {
+    const traceparent = `00-${hex(16)}-${hex(8)}-01`
+    return { verified: () => undefined, run: (fn) => fn(), traceparent: () => traceparent, end: (r) => void scopes.push({ operation: 'receive', id: r.id, traceparent, outcome: r.outcome }) }
+  },
+  process(start): TelemetryScope {
+    return {
+      verified: () => undefined,
+      run: (fn) => fn(),
+      traceparent: () => start.traceparent,
+      end: (r) => void scopes.push({ operation: 'process', id: start.id, ...(start.traceparent && { traceparent: start.traceparent }), outcome: r.outcome }),
+    }
+  },
+}
 
 const on: WebhookHandlers = {
   'message.received': async (event, delivery) => {
     runs.push({ id: delivery.id, text: event.message.text, rawBody: new TextDecoder().decode(delivery.rawBody), at: Date.now() })
     const failed = failures.get(delivery.id) ?? 0
+    // Hangs on its first run, never settling: the consumer's deadline must free the batch.
+    if (event.message.text === 'hang-once' && failed === 0) {
+      failures.set(delivery.id, 1)
+      delivery.signal?.addEventListener('abort', () => aborted.push({ id: delivery.id, reason: String(delivery.signal?.reason) }))
+      return new Promise<void>(() => {})
+    }
     if ((event.message.text === 'fail-once' && failed === 0) || event.message.text === 'fail-always') {
       failures.set(delivery.id, failed + 1)
       throw new Error(`the handler failed (${delivery.id})`)
@@ -45,6 +71,8 @@ const on: WebhookHandlers = {
 const options = (env: Env) => ({
   store: new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY),
   on,
+  handlerTimeoutMs: 500,
+  telemetry,
   onQueueResult: (result: InboxWorkerResult) => {
     results.push({ ...result, error: result.error === undefined ? undefined : String(result.error), at: Date.now() })
   },
@@ -73,7 +101,7 @@ export default {
       refuseSends = Number(await request.text())
       return Response.json({ ok: true })
     }
-    if (pathname === '/state') return Response.json({ runs, results, dead })
+    if (pathname === '/state') return Response.json({ runs, results, dead, aborted, scopes })
     if (pathname === '/copies') {
       const { id, body, copies } = (await request.json()) as { id: string; body: string; copies: number }
       const inbox = new QueueInbox(env.WEBHOOK_QUEUE, { store: admitsAll })

@@ -59,6 +59,17 @@ export function describeInboxContract(name: string, create: InboxFactory): void 
       expect(await inbox.take(10, 10_000)).toEqual([])
     })
 
+    it('traceparent: kept with the delivery and handed out with it (the worker\'s span joins the receive span\'s trace); absent stays absent', async () => {
+      const inbox = await fresh()
+      const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'
+      await inbox.append(inboxDelivery({ keys: ['ep:traced'], traceparent }))
+      await inbox.append(inboxDelivery({ keys: ['ep:untraced'] }))
+      const entries = await inbox.take(10, 10_000)
+      const byKey = Object.fromEntries(entries.map((entry) => [entry.keys[0], entry]))
+      expect(byKey['ep:traced']!.traceparent).toBe(traceparent)
+      expect(byKey['ep:untraced']!.traceparent).toBeUndefined()
+    })
+
     it('complete: the delivery leaves the inbox and its keys stay processed (a resend is a duplicate)', async () => {
       const inbox = await fresh()
       const d = inboxDelivery()

@@ -45,9 +45,9 @@ function setup(options: Partial<WebhookReceiverOptions> = {}) {
   return { receiver, reader, telemetry }
 }
 
-async function request(secret = SECRET, id?: string) {
+async function request(secret = SECRET, id?: string, text = MARKER) {
   const event = sampleEvent('message.received')
-  event.message.text = MARKER
+  event.message.text = text
   const signed = await signWebhook({ secret, event, ...(id ? { id } : {}) })
   return { method: 'POST', body: signed.rawBody, headers: signed.headers, signed }
 }
@@ -126,7 +126,13 @@ describe('openTelemetry() on the receiver', () => {
   })
 
   it('metrics: deliveries by outcome and status, verification and handler durations, the failing streak', async () => {
-    const { receiver, reader } = setup()
+    const { receiver, reader } = setup({
+      on: {
+        'message.received': (event) => {
+          if (event.message.text === 'fail') throw new Error('failing on purpose')
+        },
+      },
+    })
     const { signed: _a, ...good } = await request()
     await receiver.handle(good)
     await receiver.handle(good) // the same id again: duplicate
@@ -134,16 +140,19 @@ describe('openTelemetry() on the receiver', () => {
       const { signed: _b, ...bad } = await request(OTHER)
       await receiver.handle(bad)
     }
+    // A verified delivery whose handler fails: the streak counts it (forged refusals do not).
+    const { signed: _c, ...failing } = await request(SECRET, undefined, 'fail')
+    await receiver.handle(failing)
     const resource = await collect(reader)
     const deliveries = metric(resource, 'svc_webhooks.deliveries')!
     const counts = Object.fromEntries(deliveries.dataPoints.map((p) => [`${p.attributes['svc_webhooks.outcome']} ${p.attributes['http.response.status_code']}`, p.value]))
-    expect(counts).toEqual({ 'processed 200': 1, 'duplicate 200': 1, 'refused 401': 3 })
+    expect(counts).toEqual({ 'processed 200': 1, 'duplicate 200': 1, 'refused 401': 3, 'handler_failed 500': 1 })
     const verification = metric(resource, 'svc_webhooks.verification.duration')!
-    expect(verification.dataPoints.reduce((n, p) => n + (p.value as { count: number }).count, 0)).toBe(5)
+    expect(verification.dataPoints.reduce((n, p) => n + (p.value as { count: number }).count, 0)).toBe(6)
     const handler = metric(resource, 'svc_webhooks.handler.duration')!
-    expect(handler.dataPoints.reduce((n, p) => n + (p.value as { count: number }).count, 0)).toBe(1)
+    expect(handler.dataPoints.reduce((n, p) => n + (p.value as { count: number }).count, 0)).toBe(2)
     const streak = metric(resource, 'svc_webhooks.failing_streak')!
-    expect(streak.dataPoints.map((p) => p.value)).toEqual([3])
+    expect(streak.dataPoints.map((p) => p.value)).toEqual([1])
   })
 
   it('inbox gauges: depth, oldest age, retrying and dead from the receiver’s inbox', async () => {
@@ -188,15 +197,26 @@ describe('Prometheus scrape through @opentelemetry/exporter-prometheus', () => {
 
   it('the counters and histograms are readable over HTTP on 127.0.0.1', async () => {
     const meterProvider = new MeterProvider({ readers: [prometheus] })
-    const receiver = createWebhookReceiver({ secret: SECRET, log: false, on: { 'message.received': () => undefined }, telemetry: openTelemetry({ tracerProvider, meterProvider }) })
+    const receiver = createWebhookReceiver({
+      secret: SECRET,
+      log: false,
+      on: {
+        'message.received': (event) => {
+          if (event.message.text === 'fail') throw new Error('failing on purpose')
+        },
+      },
+      telemetry: openTelemetry({ tracerProvider, meterProvider }),
+    })
     const { signed: _a, ...good } = await request()
     await receiver.handle(good)
     const { signed: _b, ...bad } = await request(OTHER)
     await receiver.handle(bad)
+    const { signed: _c, ...failing } = await request(SECRET, undefined, 'fail')
+    await receiver.handle(failing)
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
     expect(text).toMatch(/svc_webhooks_deliveries_total\{[^}]*svc_webhooks_outcome="processed"[^}]*\} 1/)
     expect(text).toMatch(/svc_webhooks_deliveries_total\{[^}]*http_response_status_code="401"[^}]*\} 1/)
-    expect(text).toMatch(/svc_webhooks_verification_duration_count\{[^}]*\} 1/)
+    expect(text).toMatch(/svc_webhooks_verification_duration_count\{[^}]*svc_webhooks_outcome="processed"[^}]*\} 1/)
     expect(text).toMatch(/svc_webhooks_failing_streak\{[^}]*\} 1/)
     expect(text).toMatch(/svc_webhooks_verification_duration_bucket\{[^}]*le="0.001"[^}]*\} 1/)
     expect(text).not.toContain(SECRET)

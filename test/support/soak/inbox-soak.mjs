@@ -11,9 +11,15 @@
 // - a downstream outage (`outageMs`): the handler's database refuses every write, long enough that
 //   a receiver answering 5xx for a failing handler would have been disabled;
 // - worker processes killed with SIGKILL mid-run (`kills`), each started again `respawnMs` later;
-// - the inbox's server killed and started again: redis-server (append-only file, fsync always,
-//   so an append answered 202 survives) or Postgres (immediate shutdown, recovery on start; on
-//   Postgres the handler's database is the same server, so its writes fail meanwhile too).
+// - the inbox's server killed and started again while workers ack: redis-server (append-only
+//   file, fsync always, so an append answered 202 survives) or Postgres (immediate shutdown,
+//   recovery on start; on Postgres the handler's database is the same server, so its writes fail
+//   meanwhile too). An ack the server did not answer is retried while its lease lasts;
+// - hung handlers (`hangRate`): runs that never settle, freed by the workers' `handlerTimeoutMs`;
+// - a poison delivery (`poison`): its handler takes the worker process down (an uncaught throw in
+//   a timer) every time it runs; crashed workers are started again `respawnMs` later, as a
+//   supervisor would. It must cost at most `maxStalledCount + 1` crashes and end in the dead
+//   letters, and is the one delivery not expected to be applied.
 //
 // The verdict is read from the database, not from what the workers say: every delivery's effect
 // applied exactly once (none lost, none twice), no permanent 4xx, the sender never saw 20
@@ -69,6 +75,10 @@ async function persist(step) {
  * @property {number} [downMs] how long it stays down before it is started again (starting takes longer: see `unreachableMs`). Default 200.
  * @property {number} [outageAt] share of deliveries sent when the downstream outage starts. Default 0.6.
  * @property {number} [outageMs] how long the handler's database refuses writes. Default 2000.
+ * @property {number} [hangRate] share of handler runs that never settle. Default 0.
+ * @property {number} [handlerTimeoutMs] the workers' handler deadline. Default 1000.
+ * @property {boolean} [poison] one delivery (sent at 30 % of the run) crashes every worker that runs it. Default false.
+ * @property {number} [maxStalledCount] the workers' maxStalledCount. Default 3.
  * @property {boolean} [guard] the handler is idempotent (its effect keyed by the delivery id); false shows what happens without. Default true.
  * @property {number} [drainTimeoutMs] longest wait for the workers to empty the inbox after the sender is done. Default 60000.
  * @property {(line: string) => void} [log]
@@ -82,6 +92,10 @@ async function persist(step) {
  *   outageMs: number,
  *   sentDuringOutage: number,
  *   killed: number,
+ *   crashes: number,
+ *   poisonId: string | undefined,
+ *   poisonDead: boolean,
+ *   poisonApplied: boolean,
  *   handlerRuns: number,
  *   failuresInjected: number,
  *   refusedByOutage: number,
@@ -99,11 +113,12 @@ async function persist(step) {
  *   receivers: Record<string, unknown>[],
  *   workerStats: Record<string, unknown>[],
  *   totalMs: number,
+ *   maxStalledCount: number,
  * }} InboxSoakFigures
  */
 
 /** The sizes `npm run soak -- --inbox <engine> --quick` and the test suite run: under ~30 s. */
-export const QUICK_INBOX_SOAK = Object.freeze({ count: 3000, kills: 3, outageMs: 1500, drainTimeoutMs: 20_000 })
+export const QUICK_INBOX_SOAK = Object.freeze({ count: 3000, kills: 3, outageMs: 1500, drainTimeoutMs: 20_000, hangRate: 0.003 })
 
 /**
  * The verdict of an inbox soak in one list: empty for a pass.
@@ -124,6 +139,11 @@ export function inboxSoakProblems(f) {
   if (f.gaveUp.length) problems.push(`${f.gaveUp.length} gave up`)
   if (f.unknown.length) problems.push(`${f.unknown.length} effects for ids never sent`)
   if (!f.drained) problems.push('the inbox did not drain in time')
+  if (f.poisonId !== undefined) {
+    if (!f.poisonDead) problems.push('the poison delivery is not in the dead letters')
+    if (f.poisonApplied) problems.push('the poison delivery was applied')
+    if (f.crashes > f.maxStalledCount + 1) problems.push(`the poison delivery cost ${f.crashes} crashes (at most ${f.maxStalledCount + 1})`)
+  }
   return problems
 }
 
@@ -151,6 +171,10 @@ export async function runInboxSoak({
   downMs = 200,
   outageAt = 0.6,
   outageMs = 2000,
+  hangRate = 0,
+  handlerTimeoutMs = 1000,
+  poison = false,
+  maxStalledCount = 3,
   guard = true,
   drainTimeoutMs = 60_000,
   log = () => {},
@@ -162,6 +186,9 @@ export async function runInboxSoak({
   const workerChildren = []
   /** @type {import('./processes.mjs').SoakChild[]} */
   const receiverChildren = []
+  /** @type {import('./processes.mjs').SoakChild[]} every worker ever started, for the cleanup */
+  const everyWorker = []
+  let finishing = false
   try {
     // The inbox's server and the application database.
     let inboxUrl
@@ -203,9 +230,41 @@ export async function runInboxSoak({
         }),
       )
     })
+    const poisonIndex = poison ? Math.floor(count * 0.3) : -1
     let workerSeq = 0
-    const startWorker = () =>
-      startChild({
+    let crashes = 0
+    /** @type {Set<import('./processes.mjs').SoakChild>} children the harness itself ends */
+    const ended = new Set()
+    /** @type {Set<number>} pids of workers that crashed on their own */
+    const crashedPids = new Set()
+    /** @type {Promise<unknown>[]} */
+    const respawns = []
+    /**
+     * A supervisor's restart: a worker that exits on its own (the poison took it down) is
+     * started again in its slot `respawnMs` later, at most 20 times in a run.
+     *
+     * @param {import('./processes.mjs').SoakChild} child
+     */
+    const supervise = (child) => {
+      child.exited.then(() => {
+        if (finishing || ended.has(child) || crashes >= 20) return
+        crashes++
+        if (child.pid !== undefined) crashedPids.add(child.pid)
+        const slot = workerChildren.indexOf(child)
+        if (slot < 0 || slot >= workers) return
+        log(`inbox soak: ${child.name} (pid ${child.pid}) crashed, a new one in ${respawnMs} ms`)
+        respawns.push(
+          sleep(respawnMs).then(() => {
+            if (finishing) return
+            workerChildren.push(child) // kept for the record; its slot gets the new one
+            workerChildren[slot] = startWorker()
+          }),
+        )
+      })
+      return child
+    }
+    const startWorker = () => {
+      const child = startChild({
         name: `worker ${workerSeq++}`,
         script: join(here, 'worker.mjs'),
         env: {
@@ -218,8 +277,15 @@ export async function runInboxSoak({
           SOAK_CONCURRENCY: String(workerConcurrency),
           SOAK_VISIBILITY_MS: String(visibilityMs),
           SOAK_GUARD: guard ? '1' : '0',
+          SOAK_HANG_RATE: String(hangRate),
+          SOAK_HANDLER_TIMEOUT_MS: String(handlerTimeoutMs),
+          SOAK_POISON_INDEX: String(poisonIndex),
+          SOAK_MAX_STALLED: String(maxStalledCount),
         },
       })
+      everyWorker.push(child)
+      return supervise(child)
+    }
     for (let i = 0; i < workers; i++) workerChildren.push(startWorker())
     const urls = await Promise.all(receiverChildren.map((r) => r.ready.then((port) => `http://127.0.0.1:${port}/`)))
     await Promise.all(workerChildren.map((w) => w.ready))
@@ -241,6 +307,7 @@ export async function runInboxSoak({
         async run() {
           const victim = /** @type {import('./processes.mjs').SoakChild} */ (workerChildren[slot])
           if (victim.pid !== undefined) killedPids.add(victim.pid)
+          ended.add(victim)
           log(`inbox soak: SIGKILL ${victim.name} (pid ${victim.pid}), a new one in ${respawnMs} ms`)
           await victim.kill()
           await sleep(respawnMs)
@@ -326,7 +393,10 @@ export async function runInboxSoak({
     const drainMs = Date.now() - drainStart
     const inboxAtEnd = await watcher.inbox.stats().catch((/** @type {Error} */ error) => ({ error: error.message }))
 
-    const workerStats = await Promise.all(workerChildren.filter((w) => w.alive()).map((w) => w.stop()))
+    finishing = true
+    await Promise.all(respawns)
+    const deadLetters = await watcher.inbox.dead(1000).catch(() => [])
+    const workerStats = await Promise.all(everyWorker.filter((w) => w.alive()).map((w) => w.stop()))
     const receiverStats = await Promise.all(receiverChildren.map((r) => r.stop()))
 
     // The verdict, from the application database.
@@ -355,11 +425,12 @@ export async function runInboxSoak({
     const rerunOther = []
     for (const [id, pids] of okRuns) {
       if (pids.length < 2) continue
-      // A re-run is explained by a kill when a run before the last one was on a killed worker.
-      if (pids.slice(0, -1).some((pid) => killedPids.has(pid))) rerunAfterKill.push(id)
+      // A re-run is explained by a kill (or a crash) when a run before the last one was on a worker that died.
+      if (pids.slice(0, -1).some((pid) => killedPids.has(pid) || crashedPids.has(pid))) rerunAfterKill.push(id)
       else rerunOther.push(id)
     }
     const known = new Set(ids)
+    const poisonId = poisonIndex >= 0 ? ids[poisonIndex] : undefined
     return {
       ...figures,
       engine,
@@ -373,12 +444,17 @@ export async function runInboxSoak({
       refusedByOutage,
       longestFailingStreak,
       processed: [...applied.values()].reduce((a, b) => a + b, 0),
-      lost: ids.filter((id) => !applied.has(id)),
+      lost: ids.filter((id) => !applied.has(id) && id !== poisonId),
       appliedTwice: ids.filter((id) => (applied.get(id) ?? 0) > 1),
       rerunAfterKill,
       rerunOther,
       unknown: [...applied.keys()].filter((id) => !known.has(id)),
-      answered2xxButNotProcessed: [...delivered].filter((id) => !applied.has(id)),
+      answered2xxButNotProcessed: [...delivered].filter((id) => !applied.has(id) && id !== poisonId),
+      crashes,
+      poisonId,
+      poisonDead: poisonId !== undefined && deadLetters.some((letter) => letter.id === poisonId),
+      poisonApplied: poisonId !== undefined && applied.has(poisonId),
+      maxStalledCount,
       drained,
       drainMs,
       inboxAtEnd,
@@ -387,7 +463,8 @@ export async function runInboxSoak({
       totalMs: Date.now() - started,
     }
   } finally {
-    await Promise.allSettled([...workerChildren, ...receiverChildren].map((c) => c.kill()))
+    finishing = true
+    await Promise.allSettled([...everyWorker, ...receiverChildren].map((c) => c.kill()))
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined)
   }
 }

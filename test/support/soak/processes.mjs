@@ -12,6 +12,7 @@ import { spawn } from 'node:child_process'
  * @property {() => Promise<void>} kill SIGKILL: a crash, nothing flushed, no STATS
  * @property {() => Promise<Record<string, unknown>>} stop SIGTERM, then its STATS (or `{ error }`)
  * @property {() => boolean} alive
+ * @property {Promise<void>} exited resolves when the process has exited, however it ended
  */
 
 /** Keeps the last `max` characters of a stream, so a chatty child cannot grow memory without bound. */
@@ -32,7 +33,8 @@ export function startChild({ name, script, env, startTimeoutMs = 30_000 }) {
   let out = ''
   let err = ''
   child.stderr.on('data', (d) => (err = tail(err + d)))
-  const exited = new Promise((resolve) => child.once('exit', resolve))
+  /** @type {Promise<void>} */
+  const exited = new Promise((resolve) => child.once('exit', () => resolve()))
   const alive = () => child.exitCode === null && child.signalCode === null
   /** @type {Promise<string>} */
   const ready = new Promise((resolve, reject) => {
@@ -57,6 +59,7 @@ export function startChild({ name, script, env, startTimeoutMs = 30_000 }) {
     pid: child.pid,
     ready,
     alive,
+    exited,
     async kill() {
       if (alive()) {
         child.kill('SIGKILL')

@@ -6,15 +6,21 @@
 // Config by environment: SOAK_ENGINE (redis | postgres), SOAK_INBOX_URL, SOAK_CLIENT (ioredis |
 // node-redis, Redis only), SOAK_EFFECTS_URL (a Redis URL, or the Postgres URL), SOAK_FAIL_RATE,
 // SOAK_CONCURRENCY, SOAK_VISIBILITY_MS, SOAK_FIRST_RETRY_MS, SOAK_MAX_RETRY_MS, SOAK_GUARD ('0': the
-// handler is not idempotent, to show what the guard prevents).
+// handler is not idempotent, to show what the guard prevents), SOAK_POISON_INDEX (the delivery
+// whose handler takes the process down, by an uncaught throw in a timer; -1 for none),
+// SOAK_HANG_RATE (share of handler runs that never settle, ignoring their signal, before their
+// write), SOAK_HANDLER_TIMEOUT_MS, SOAK_MAX_STALLED.
 // Prints "READY" once taking deliveries; "STATS <json>" after a graceful stop on SIGTERM.
 import { createInboxWorker } from 'svc-webhooks'
 import { postgresEffects, redisEffects } from './effects.mjs'
 import { connectPostgres, connectRedis, openInbox } from './engines.mjs'
+import { deliveryIndex } from './sender.mjs'
 
 const env = process.env
 const engine = env.SOAK_ENGINE ?? 'redis'
 const failRate = Number(env.SOAK_FAIL_RATE ?? '0.1')
+const hangRate = Number(env.SOAK_HANG_RATE ?? '0')
+const poisonIndex = Number(env.SOAK_POISON_INDEX ?? '-1')
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 const { inbox, close } = await openInbox({ engine, url: env.SOAK_INBOX_URL, client: env.SOAK_CLIENT })
@@ -26,6 +32,7 @@ const effects =
 
 const outcomes = {}
 let inboxErrors = 0
+let hung = 0
 
 const worker = createInboxWorker({
   inbox,
@@ -34,8 +41,22 @@ const worker = createInboxWorker({
   firstRetryDelayMs: Number(env.SOAK_FIRST_RETRY_MS ?? '50'),
   maxRetryDelayMs: Number(env.SOAK_MAX_RETRY_MS ?? '1000'),
   pollIntervalMs: 50,
+  handlerTimeoutMs: Number(env.SOAK_HANDLER_TIMEOUT_MS ?? '1000'),
+  maxStalledCount: Number(env.SOAK_MAX_STALLED ?? '3'),
+  log: false,
   on: {
-    'message.received': async (_event, delivery) => {
+    'message.received': async (event, delivery) => {
+      if (deliveryIndex(event) === poisonIndex) {
+        setTimeout(() => {
+          throw new Error('poison: an uncaught throw in a callback')
+        }, 5)
+        return new Promise(() => {})
+      }
+      // A hung call (a socket that never answers): the worker's deadline frees the slot.
+      if (Math.random() < hangRate) {
+        hung++
+        return new Promise(() => {})
+      }
       await sleep(Math.random() * 5) // some work before the write
       if (Math.random() < failRate) {
         await effects.fail(delivery.id, process.pid)
@@ -60,7 +81,7 @@ process.stdout.write('READY\n')
 
 process.once('SIGTERM', async () => {
   await worker.stop(5000)
-  process.stdout.write(`STATS ${JSON.stringify({ pid: process.pid, outcomes, inboxErrors })}\n`, async () => {
+  process.stdout.write(`STATS ${JSON.stringify({ pid: process.pid, outcomes, inboxErrors, hung })}\n`, async () => {
     await Promise.allSettled([close(), effects.close()])
     process.exit(0)
   })

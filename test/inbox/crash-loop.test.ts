@@ -1,0 +1,122 @@
+/**
+ * A poison delivery that takes its worker process down (an uncaught throw in a timer), with the
+ * process restarted after each crash as a supervisor would, in a bounded loop: it costs at most
+ * `maxStalledCount + 1` crashes, then sits in the dead letters with the reason, and every other
+ * delivery (several running beside it when it first crashed) is processed.
+ *
+ * The inbox must outlive the worker process: a MemoryInbox in this process, which the worker
+ * reaches over IPC (the worker is under test, not the engine), and a real redis-server and
+ * Postgres.
+ */
+import { fork } from 'node:child_process'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { describe, expect, it } from 'vitest'
+import { MemoryInbox, type WebhookInbox } from 'svc-webhooks'
+import type { PostgresInbox } from 'svc-webhooks/postgres'
+import { describeWithPostgres, startPostgresServer } from '../support/postgres-server.js'
+import { describeWithRedis, startRedisServer } from '../support/redis-server.js'
+import { openInbox } from '../support/soak/engines.mjs'
+import { textDelivery } from './worker-faults.js'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/**
+ * Runs worker processes over `inbox` one after the other, each until it crashes or the inbox is
+ * empty (at most `maxRuns`). The workers reach `inbox` over IPC, or the same engine at `url`.
+ */
+async function superviseCrashLoop(inbox: WebhookInbox, { maxRuns = 10, maxStalledCount = 3, engine = 'ipc', url = '' } = {}) {
+  const ran: string[] = []
+  let crashes = 0
+  for (let run = 0; run < maxRuns; run++) {
+    const child = fork(join(here, 'support/crash-worker.mjs'), [], {
+      serialization: 'advanced', // the bodies (Uint8Array) cross as they are
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      env: { ...process.env, CRASH_ENGINE: engine, CRASH_URL: url, CRASH_VISIBILITY_MS: '300', CRASH_MAX_STALLED: String(maxStalledCount) },
+    })
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+    child.on('message', async (message: { n?: number; op?: keyof WebhookInbox; args?: unknown[]; ran?: string }) => {
+      if (message.ran) return void ran.push(message.ran)
+      if (message.n === undefined || !message.op) return
+      try {
+        const result = await (inbox[message.op] as (...args: unknown[]) => Promise<unknown>)(...(message.args ?? []))
+        if (child.connected) child.send({ n: message.n, result })
+      } catch (error) {
+        if (child.connected) child.send({ n: message.n, error: String(error) })
+      }
+    })
+    let done = false
+    const empty = (async () => {
+      for (let i = 0; i < 500 && !done; i++) {
+        if ((await inbox.stats()).depth === 0) return true
+        await sleep(20)
+      }
+      return false
+    })()
+    const first = await Promise.race([exited.then((code) => ({ exit: code })), empty.then((drained) => ({ drained }))])
+    done = true
+    if ('exit' in first) {
+      crashes++
+      continue
+    }
+    child.kill('SIGKILL')
+    await exited
+    if (first.drained) break
+  }
+  return { ran, crashes }
+}
+
+/** The poison, five healthy deliveries, the crash loop over `inbox`, and the verdict. */
+async function poisonCrashLoop(inbox: WebhookInbox, engine: { engine?: string; url?: string } = {}) {
+  const poison = textDelivery('poison')
+  await inbox.append(poison)
+  const others = Array.from({ length: 5 }, (_, i) => textDelivery(`healthy ${i}`))
+  for (const d of others) await inbox.append(d)
+
+  const { ran, crashes } = await superviseCrashLoop(inbox, { maxStalledCount: 3, ...engine })
+
+  expect(crashes).toBeGreaterThanOrEqual(1)
+  expect(crashes).toBeLessThanOrEqual(3 + 1)
+  const dead = await inbox.dead()
+  expect(dead.map((d) => d.id)).toEqual([poison.id])
+  expect(dead[0]!.lastError).toMatch(/^handed out \d+ times without a result: the handler may be crashing the process$/)
+  expect(await inbox.stats()).toMatchObject({ depth: 0, dead: 1 })
+  for (const d of others) expect(ran).toContain(d.id)
+}
+
+const TITLE = 'costs at most maxStalledCount + 1 crashes, is dead-lettered with the reason, and the others are processed'
+const engineTitle = (name: string) => `${TITLE} (${name})`
+
+describe('a poison delivery that crashes its worker process', () => {
+  it(`${TITLE} (MemoryInbox over IPC)`, { timeout: 60_000 }, async () => {
+    await poisonCrashLoop(new MemoryInbox())
+  })
+})
+
+describeWithRedis('a poison delivery that crashes its worker process, over RedisInbox', () => {
+  it(engineTitle('RedisInbox'), { timeout: 60_000 }, async () => {
+    const server = await startRedisServer()
+    const { inbox, close } = await openInbox({ engine: 'redis', url: server.url })
+    try {
+      await poisonCrashLoop(inbox, { engine: 'redis', url: server.url })
+    } finally {
+      await close()
+      await server.stop()
+    }
+  })
+})
+
+describeWithPostgres('a poison delivery that crashes its worker process, over PostgresInbox', () => {
+  it(engineTitle('PostgresInbox'), { timeout: 90_000 }, async () => {
+    const server = await startPostgresServer()
+    const { inbox, close } = await openInbox({ engine: 'postgres', url: server.url })
+    try {
+      await (inbox as PostgresInbox).ensureTable()
+      await poisonCrashLoop(inbox, { engine: 'postgres', url: server.url })
+    } finally {
+      await close()
+      await server.stop()
+    }
+  })
+})
