@@ -6,6 +6,7 @@
  */
 import { errorResponse, type InboxWorkerResult, type VerifyOptions } from '../src/index.js'
 import { queueWorker, type QueueBatchLike, type QueueProducerLike } from '../src/inbox/queue.js'
+import { createLogWindow } from '../src/log-window.js'
 import { createFetchHandler, toResponse, type FetchHandlerOptions } from './fetch.js'
 
 export {
@@ -92,7 +93,9 @@ export function withWebhooks<Env extends object = object>(
       }
       return { fetch: createFetchHandler({ ...rest, ...queued?.receiver, secret: secret ?? fromEnv }), queue }
     } catch (error) {
-      const log = () => console.error(`svc-webhooks/cloudflare: cannot receive webhooks (${source}): ${error instanceof Error ? error.message : error}`)
+      // Collapsed per window: anyone can send requests, and each would write this line.
+      const lines = createLogWindow((line) => console.error(line))
+      const log = () => lines.write('svc-webhooks/cloudflare: cannot receive webhooks', `svc-webhooks/cloudflare: cannot receive webhooks (${source}): ${error instanceof Error ? error.message : error}`)
       // Never a silent pass: every delivery is answered 500 and every batch retried until it is fixed.
       return { fetch: async () => (log(), toResponse(errorResponse(error))), queue: queue ?? (async () => (log(), Promise.reject(error))) }
     }

@@ -41,16 +41,11 @@ import { startWorkerd } from './support/workerd.js'
 const root = resolve(import.meta.dirname, '..')
 const SECRET = 'svc_whsec_docs_snippets'
 
-// docs/inbox.md is left out until it follows these rules: its Redis receiver and Postgres blocks
-// are not marked as fragments, its worker.mjs calls a saveMessage it does not define, and it links
-// to ../examples/, which the tarball does not hold.
-const LEFT_OUT = new Set(['docs/inbox.md'])
 const PAGES = [
   'README.md',
   ...readdirSync(join(root, 'docs'))
     .filter((file) => file.endsWith('.md'))
-    .map((file) => `docs/${file}`)
-    .filter((page) => !LEFT_OUT.has(page)),
+    .map((file) => `docs/${file}`),
 ]
 
 interface Block {
@@ -217,7 +212,7 @@ describe('docs: links', () => {
   )
 
   it('every relative link in the Markdown the tarball ships resolves inside the tarball', () => {
-    const shipped = ['README.md', 'CHANGELOG.md', ...readdirSync(join(tarballRoot, 'docs')).map((f) => `docs/${f}`)].filter((f) => f.endsWith('.md') && !LEFT_OUT.has(f))
+    const shipped = ['README.md', 'CHANGELOG.md', ...readdirSync(join(tarballRoot, 'docs')).map((f) => `docs/${f}`)].filter((f) => f.endsWith('.md'))
     expect(shipped.length).toBeGreaterThan(10)
     expect(shipped.flatMap((file) => brokenLinks(join(tarballRoot, file), tarballRoot).map((why) => `${file}: ${why}`))).toEqual([])
   })
