@@ -15,7 +15,7 @@ import { createInterface } from 'node:readline'
 import { Queue, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { createWebhookReceiver, isInboxError, type InboxWorkerResult, type VerifiedDelivery } from 'svc-webhooks'
+import { isInboxError, type InboxWorkerResult, type VerifiedDelivery } from 'svc-webhooks'
 import { BullMQInbox, bullmqJobId, createBullMQProcessor, type DeliveryJobData } from 'svc-webhooks/bullmq'
 import { createNodeHandler } from 'svc-webhooks/node'
 import { RedisStore } from 'svc-webhooks/redis'
@@ -26,7 +26,6 @@ import { eventually } from '../stores/contract.js'
 import { inboxDelivery } from '../inbox/contract.js'
 
 const SECRET = 'svc_whsec_bullmq_engine_tests'
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const WORKER = new URL('../support/engine-worker.mjs', import.meta.url)
 
 describeWithRedis('svc-webhooks/bullmq', () => {
