@@ -16,7 +16,7 @@ import { DEFAULT_INBOX_RETENTION_MS, type AppendResult, type InboxDelivery, type
 import { processDelivery, type InboxWorkerResult, type Job as ProcessJob } from '../inbox/process.js'
 import { printable } from '../inbox/text.js'
 import { positiveOption, withDeadline } from '../stores/deadline.js'
-import { appendToken, DELIVERY_JOB_NAME, enginePolicy, fromJobData, positive, toJobData, unavailable, type EngineProcessorOptions, type Settlement } from './job-data.js'
+import { appendToken, DELIVERY_JOB_NAME, type DeliveryJobData, enginePolicy, fromJobData, positive, toJobData, unavailable, type EngineProcessorOptions, type Settlement } from './job-data.js'
 
 export type { DeliveryJobData } from './job-data.js'
 export type { InboxWorkerResult } from '../inbox/process.js'
@@ -24,9 +24,9 @@ export type { InboxWorkerResult } from '../inbox/process.js'
 /** The parts of a BullMQ `Queue` the inbox uses. */
 export interface BullMQQueueLike {
   readonly name: string
-  add(name: string, data: unknown, opts?: Record<string, unknown>): Promise<{ id?: string }>
+  add(name: string, data: DeliveryJobData, opts?: { jobId?: string }): Promise<{ id?: string }>
   getJob(jobId: string): Promise<{ data?: unknown } | undefined | null>
-  readonly defaultJobOptions?: { attempts?: number } & Record<string, unknown>
+  readonly defaultJobOptions?: { attempts?: number }
 }
 
 /** The parts of a BullMQ `Job` the processor uses. */

@@ -105,7 +105,9 @@ describeWithPostgres('svc-webhooks/pg-boss', () => {
 
       const runs: VerifiedDelivery[] = []
       const results: InboxWorkerResult[] = []
-      await work(queue, {}, createPgBossHandler({ on: { 'message.received': (_e, delivery) => void runs.push(delivery) }, log: false, onResult: (r) => void results.push(r) }))
+      // Typed as users write it: the handler fits boss.work's own signature.
+      await boss.work(queue, { pollingIntervalSeconds: 0.5 }, createPgBossHandler({ on: { 'message.received': (_e, delivery) => void runs.push(delivery) }, log: false, onResult: (r) => void results.push(r) }))
+      working.push(queue)
       const id = await pgBossJobId(`default:${signed.headers['svc-webhook-id']}`)
       expect(await eventually(async () => (await state(queue, id)) === 'completed')).toBe(true)
       expect(runs).toHaveLength(1)
@@ -145,7 +147,8 @@ describeWithPostgres('svc-webhooks/pg-boss', () => {
       perJobResults: true,
       log: false,
     })
-    await work(queue, { batchSize: 3, perJobResults: true }, handler)
+    await boss.work(queue, { pollingIntervalSeconds: 0.5, batchSize: 3, perJobResults: true }, handler)
+    working.push(queue)
     const okId = await pgBossJobId(ok.keys[0]!)
     const failingId = await pgBossJobId(failing.keys[0]!)
     expect(await eventually(async () => (await state(queue, okId)) === 'completed' && (await state(queue, foreign)) === 'failed')).toBe(true)
