@@ -149,7 +149,8 @@ function graph(entry: string): { files: Set<string>; bare: Set<string> } {
   return { files, bare }
 }
 
-const FRAMEWORKS = ['express', 'hono', 'fastify', 'next', 'ioredis', 'redis', 'pg', '@hono/node-server']
+// bullmq and pg-boss too: their entries take the user's Queue and PgBoss by their methods and import neither.
+const FRAMEWORKS = ['express', 'hono', 'fastify', 'next', 'ioredis', 'redis', 'pg', '@hono/node-server', 'bullmq', 'pg-boss']
 const OWN: Record<string, string[]> = {
   express: ['express'],
   hono: ['hono'],

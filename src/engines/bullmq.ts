@@ -27,6 +27,8 @@ export interface BullMQQueueLike {
   add(name: string, data: DeliveryJobData, opts?: { jobId?: string }): Promise<{ id?: string }>
   getJob(jobId: string): Promise<{ data?: unknown } | undefined | null>
   readonly defaultJobOptions?: { attempts?: number }
+  /** BullMQ 6's datastore backend: its `getJobData` reads a job's fields without building a Job. */
+  readonly backend?: { getJobData?(jobId: string): Promise<{ data?: unknown } | undefined | null> }
 }
 
 /** The parts of a BullMQ `Job` the processor uses. */
@@ -114,15 +116,32 @@ export class BullMQInbox implements WebhookInboxProducer {
       // in a reconnect) is safe; the token read back says whose job the queue holds.
       stored = await withDeadline('BullMQInbox.append', this.timeoutMs, async () => {
         await this.queue.add(DELIVERY_JOB_NAME, data, { ...this.jobOptions, jobId })
-        const job = await this.queue.getJob(jobId)
-        return (job?.data as { token?: unknown } | undefined)?.token
+        return this.holds(jobId, token)
       })
     } catch (error) {
       throw unavailable('BullMQInbox.append', error)
     }
-    // No job: ours was stored and already processed and removed (a `removeOnComplete` shorter
-    // than the round trip), or the one that was there went meanwhile. Nothing is lost either way.
-    return stored === undefined || stored === token ? 'accepted' : 'duplicate'
+    return stored ? 'accepted' : 'duplicate'
+  }
+
+  /**
+   * Whether the job the queue holds under `jobId` is the one stamped with `token`. The job's raw
+   * JSON is searched for the token where the backend hands it out (half the cost of `getJob`,
+   * which builds a Job and parses its data); the body is base64, so only the token field can hold
+   * a quoted UUID. No job counts as ours: it was stored and already processed and removed (a
+   * `removeOnComplete` shorter than the round trip), or the one that was there went meanwhile.
+   * Nothing is lost either way.
+   */
+  private async holds(jobId: string, token: string): Promise<boolean> {
+    const read = this.queue.backend?.getJobData
+    if (read) {
+      const raw = (await read.call(this.queue.backend, jobId))?.data
+      if (typeof raw === 'string') return raw.includes(`"token":"${token}"`)
+      if (raw === undefined || raw === null) return true
+    }
+    const job = await this.queue.getJob(jobId)
+    const stored = (job?.data as { token?: unknown } | undefined)?.token
+    return stored === undefined || stored === token
   }
 }
 

@@ -14,8 +14,10 @@
  * processed within retention" is a duplicate. A singleton key only blocks a second job while the
  * first is queued or active (which states depends on the policy, and not at all on `standard`), so
  * a resend after processing would run again. pg-boss is not imported: the inbox takes `boss` by
- * its `send` method.
+ * its `send` method. The SHA-1 is node:crypto's: pg-boss runs only where it exists (Node, Bun,
+ * Deno), and WebCrypto's asynchronous digest costs as much CPU as the rest of an append's own work.
  */
+import { createHash } from 'node:crypto'
 import { DEFAULT_INBOX_RETENTION_MS, type AppendResult, type InboxDelivery, type WebhookInboxProducer } from '../inbox/inbox.js'
 import { processDelivery, type InboxWorkerResult } from '../inbox/process.js'
 import { positiveOption, withDeadline } from '../stores/deadline.js'
@@ -70,23 +72,18 @@ export interface PgBossInboxOptions {
   sendOptions?: Record<string, unknown>
 }
 
-/** The UUID namespace of delivery job ids: a v4 UUID picked for this purpose, so no other v5 names collide. */
+/** The UUID namespace of delivery job ids (5d0e6c57-1f4b-4a3e-9a41-2c836f0bd974): a v4 UUID picked for this purpose, so no other v5 names collide. */
 const NAMESPACE = new Uint8Array([0x5d, 0x0e, 0x6c, 0x57, 0x1f, 0x4b, 0x4a, 0x3e, 0x9a, 0x41, 0x2c, 0x83, 0x6f, 0x0b, 0xd9, 0x74])
-const encoder = new TextEncoder()
 
 /**
  * The name-based UUID (RFC 9562 version 5: SHA-1 over the namespace and the key) pg-boss gets as
  * the job id of a delivery: the same key always gives the same id.
  *
  * @example
- * await pgBossJobId('default:evt_1') // 'xxxxxxxx-xxxx-5xxx-yxxx-xxxxxxxxxxxx'
+ * pgBossJobId('default:evt_1') // 'cc400d94-ed63-505d-aa7a-8fcdb6dee08c'
  */
-export async function pgBossJobId(key: string): Promise<string> {
-  const name = encoder.encode(key)
-  const input = new Uint8Array(NAMESPACE.length + name.length)
-  input.set(NAMESPACE)
-  input.set(name, NAMESPACE.length)
-  const hash = new Uint8Array(await crypto.subtle.digest('SHA-1', input), 0, 16)
+export function pgBossJobId(key: string): string {
+  const hash = createHash('sha1').update(NAMESPACE).update(key, 'utf8').digest().subarray(0, 16)
   hash[6] = (hash[6]! & 0x0f) | 0x50
   hash[8] = (hash[8]! & 0x3f) | 0x80
   const hex = Array.from(hash, (b) => b.toString(16).padStart(2, '0')).join('')
@@ -122,7 +119,7 @@ export class PgBossInbox implements WebhookInboxProducer {
   }
 
   async append(delivery: InboxDelivery): Promise<AppendResult> {
-    const id = await pgBossJobId(delivery.keys[0]!)
+    const id = pgBossJobId(delivery.keys[0]!)
     const data = toJobData(delivery, appendToken())
     let sent: string | null
     try {

@@ -69,8 +69,8 @@ describeWithPostgres('svc-webhooks/pg-boss', () => {
   })
 
   it('job ids: the RFC 9562 version 5 UUID of the key (vectors from Python uuid.uuid5)', async () => {
-    expect(await pgBossJobId('default:evt_1')).toBe('cc400d94-ed63-505d-aa7a-8fcdb6dee08c')
-    expect(await pgBossJobId('tenant:é:2')).toBe('03fbffe5-8116-593d-b9b7-d5e8015efaaf')
+    expect(pgBossJobId('default:evt_1')).toBe('cc400d94-ed63-505d-aa7a-8fcdb6dee08c')
+    expect(pgBossJobId('tenant:é:2')).toBe('03fbffe5-8116-593d-b9b7-d5e8015efaaf')
   })
 
   it('append: accepted, then duplicate while it waits and after it completed; the raw bytes untouched in the job', async () => {
@@ -79,7 +79,7 @@ describeWithPostgres('svc-webhooks/pg-boss', () => {
     const d = inboxDelivery()
     expect(await inbox.append(d)).toBe('accepted')
     expect(await inbox.append({ ...d, receivedAt: Date.now() })).toBe('duplicate')
-    const id = await pgBossJobId(d.keys[0]!)
+    const id = pgBossJobId(d.keys[0]!)
     const job = (await boss.getJobById(queue, id))!
     const data = job.data as DeliveryJobData
     expect([...Buffer.from(data.body, 'base64')]).toEqual([...d.rawBody])
@@ -108,7 +108,7 @@ describeWithPostgres('svc-webhooks/pg-boss', () => {
       // Typed as users write it: the handler fits boss.work's own signature.
       await boss.work(queue, { pollingIntervalSeconds: 0.5 }, createPgBossHandler({ on: { 'message.received': (_e, delivery) => void runs.push(delivery) }, log: false, onResult: (r) => void results.push(r) }))
       working.push(queue)
-      const id = await pgBossJobId(`default:${signed.headers['svc-webhook-id']}`)
+      const id = pgBossJobId(`default:${signed.headers['svc-webhook-id']}`)
       expect(await eventually(async () => (await state(queue, id)) === 'completed')).toBe(true)
       expect(runs).toHaveLength(1)
       expect(Buffer.from(runs[0]!.rawBody).equals(Buffer.from(signed.rawBody))).toBe(true)
@@ -125,7 +125,7 @@ describeWithPostgres('svc-webhooks/pg-boss', () => {
     await new PgBossInbox({ boss, queue }).append(d)
     let calls = 0
     await work(queue, {}, createPgBossHandler({ on: { 'message.received': () => { calls++; throw new Error('downstream is down') } }, log: false }))
-    const id = await pgBossJobId(d.keys[0]!)
+    const id = pgBossJobId(d.keys[0]!)
     expect(await eventually(async () => (await state(queue, id)) === 'failed', 200)).toBe(true)
     expect(calls).toBe(3)
     const [dead] = await boss.fetch(`${queue}-dead`)
@@ -149,8 +149,8 @@ describeWithPostgres('svc-webhooks/pg-boss', () => {
     })
     await boss.work(queue, { pollingIntervalSeconds: 0.5, batchSize: 3, perJobResults: true }, handler)
     working.push(queue)
-    const okId = await pgBossJobId(ok.keys[0]!)
-    const failingId = await pgBossJobId(failing.keys[0]!)
+    const okId = pgBossJobId(ok.keys[0]!)
+    const failingId = pgBossJobId(failing.keys[0]!)
     expect(await eventually(async () => (await state(queue, okId)) === 'completed' && (await state(queue, foreign)) === 'failed')).toBe(true)
     expect(await state(queue, failingId)).toBe('retry')
     expect(calls.sort()).toEqual([ok.id, failing.id].sort())
@@ -186,7 +186,7 @@ describeWithPostgres('svc-webhooks/pg-boss', () => {
           onResult: (r) => void outcomes.push(r.outcome),
         }),
       )
-      const id = await pgBossJobId(d.keys[0]!)
+      const id = pgBossJobId(d.keys[0]!)
       expect(await eventually(async () => (await state(queue, id)) === 'completed', 400)).toBe(true)
       const runs = (await pool.query('SELECT pid FROM runs WHERE queue = $1', [queue])).rows.map((r) => r.pid as number)
       return { runs, outcomes, child: child.pid }
