@@ -12,8 +12,11 @@
  *    - bullmq: `webhooks({ secret, inbox: new BullMQInbox({ queue }) })` over a BullMQ `Queue` on
  *      the same Redis (its own connection): the job added, then its token read back;
  *    - pg-boss: `webhooks({ secret, inbox: new PgBossInbox({ boss, queue }) })` over a `PgBoss` (a
- *      pool of 10) on a Postgres of the bench's own, fsync on with Redis persistence, off without.
- *    Target: each accept path >= 90 % of store on the same server. Every request is a distinct delivery,
+ *      pool of 10) on a Postgres of the bench's own, fsync on with Redis persistence, off without;
+ *      measured with it, pg-store: `webhooks({ secret, store: new PostgresStore({ pool }), on })`
+ *      on that Postgres (a pool of 10), the receiver that runs the handler in the request there.
+ *    Target: each accept path >= 90 % of store on the same server; pg-boss is also shown against
+ *    pg-store, the store on its own backend. Every request is a distinct delivery,
  *    signed as autocannon sends it (fresh id, current second; v2 only, as the service's current
  *    deliveries verify), so nothing is a duplicate and no pre-signed pool can run out however
  *    fast the machine is. Bodies: a 1 KiB `message.received` (bench/deliveries.mjs). Per server
@@ -55,7 +58,7 @@ const PERSISTENCE = {
   always: { label: 'AOF, appendfsync always', persist: true, fsync: 'always' },
 }
 const SERVERS = { express: 'Express 5', node: 'node:http' }
-const MODES = { store: 'RedisStore receiver', inbox: 'RedisInbox accept', bullmq: 'BullMQInbox accept', 'pg-boss': 'PgBossInbox accept' }
+const MODES = { store: 'RedisStore receiver', inbox: 'RedisInbox accept', bullmq: 'BullMQInbox accept', 'pg-boss': 'PgBossInbox accept', 'pg-store': 'PostgresStore receiver' }
 
 
 // ---------------------------------------------------------------------------------------------
@@ -88,6 +91,15 @@ async function receiverOptions(mode, client, url, postgresUrl) {
     const queue = new Queue('bench', { connection: { url } })
     queue.on('error', (error) => console.error(`bench child: BullMQ: ${error.message}`))
     return { options: { secret: SECRET, inbox: new BullMQInbox({ queue }) }, close: () => queue.close() }
+  }
+  if (mode === 'pg-store') {
+    const { default: pg } = await import('pg')
+    const { PostgresStore } = await import('svc-webhooks/postgres')
+    const pool = new pg.Pool({ connectionString: postgresUrl, max: 10 })
+    pool.on('error', (error) => console.error(`bench child: Postgres: ${error.message}`))
+    const store = new PostgresStore({ pool })
+    await store.ensureTable()
+    return { options: { secret: SECRET, store, on: { 'message.received': () => {} } }, close: () => pool.end() }
   }
   if (mode === 'pg-boss') {
     const { PgBoss } = await import('pg-boss')
@@ -246,7 +258,7 @@ function parseOptions() {
     rounds: int('--rounds', quick ? 2 : 5, 15),
     connections: int('--connections', 16, 256),
     servers: list('--servers', 'express,node', SERVERS),
-    modes: ['store', ...list('--modes', 'store,inbox,bullmq,pg-boss', MODES).filter((mode) => mode !== 'store')],
+    modes: withPgStore(['store', ...list('--modes', 'store,inbox,bullmq,pg-boss', MODES).filter((mode) => mode !== 'store')]),
     persistence: list('--persistence', 'none,everysec', PERSISTENCE),
     drain: int('--drain', quick ? 2000 : 20_000, 200_000),
     workers,
@@ -255,6 +267,8 @@ function parseOptions() {
   }
 }
 
+/** pg-boss is measured beside the store on its own backend too. */
+const withPgStore = (modes) => (modes.includes('pg-boss') && !modes.includes('pg-store') ? [...modes, 'pg-store'] : modes)
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 const median = (values) => {
   const sorted = [...values].sort((a, b) => a - b)
@@ -320,6 +334,8 @@ async function startPostgres(setting) {
     async reset() {
       const { rows } = await admin.query("SELECT to_regclass('pgboss.job') AS t")
       if (rows[0].t !== null) await admin.query('TRUNCATE pgboss.job')
+      const { rows: store } = await admin.query("SELECT to_regclass('svc_webhooks_deliveries') AS t")
+      if (store[0].t !== null) await admin.query('TRUNCATE svc_webhooks_deliveries')
     },
     async stop() {
       await admin.end()
@@ -383,7 +399,7 @@ async function main() {
   const problems = []
   try {
     for (const name of options.persistence) redis[name] = await startRedis(PERSISTENCE[name])
-    if (options.modes.includes('pg-boss')) for (const name of options.persistence) postgres[name] = await startPostgres(PERSISTENCE[name])
+    if (options.modes.includes('pg-boss') || options.modes.includes('pg-store')) for (const name of options.persistence) postgres[name] = await startPostgres(PERSISTENCE[name])
     const machine = { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, memoryGB: Math.round(totalmem() / 2 ** 30), node: process.versions.node }
     const redisVersion = Object.values(redis)[0].version
     console.error(
@@ -420,7 +436,7 @@ async function main() {
               group[mode].rounds.push(measured)
               console.error(
                 `  round ${round + 1}: ${label(mode).padEnd(72)} ${fmt(measured.rps).padStart(6)} req/s, p99 ${measured.p99} ms, ` +
-                  `CPU per request: server ${measured.serverCpuUs.toFixed(0)} µs${mode === 'pg-boss' ? '' : `, Redis ${measured.redisCpuUs.toFixed(0)} µs`}`,
+                  `CPU per request: server ${measured.serverCpuUs.toFixed(0)} µs${mode.startsWith('pg-') ? '' : `, Redis ${measured.redisCpuUs.toFixed(0)} µs`}`,
               )
             }
           }
@@ -444,11 +460,16 @@ async function main() {
       for (const server of options.servers) {
         const find = (mode) => cases.find((c) => c.persistence === persistence && c.server === server && c.mode === mode)
         const store = find('store')
-        for (const mode of options.modes.filter((m) => m !== 'store')) {
+        for (const mode of options.modes.filter((m) => m !== 'store' && m !== 'pg-store')) {
           const inbox = find(mode)
           const row = { server: SERVERS[server], persistence: PERSISTENCE[persistence].label, mode, path: MODES[mode], store: summary(store), inbox: summary(inbox) }
           row.roundRatios = inbox.rounds.map((x, i) => x.rps / store.rounds[i].rps)
           row.ratio = median(row.roundRatios)
+          const own = mode === 'pg-boss' ? find('pg-store') : undefined
+          if (own) {
+            row.ownStore = summary(own)
+            row.ownRatio = median(inbox.rounds.map((x, i) => x.rps / own.rounds[i].rps))
+          }
           accept.push(row)
         }
       }
@@ -494,11 +515,12 @@ async function main() {
 
     // Tables.
     const acceptTable = [
-      '| server | Redis persistence | accept path | RedisStore receiver req/s | accept req/s | accept vs store, median of rounds (target >= 90 %) | each round | store p99 | accept p99 |',
-      '|---|---|---|---:|---:|---:|---|---:|---:|',
+      '| server | Redis persistence | accept path | RedisStore receiver req/s | accept req/s | accept vs store, median of rounds (target >= 90 %) | each round | store p99 | accept p99 | the store on its own backend: req/s, accept vs it |',
+      '|---|---|---|---:|---:|---:|---|---:|---:|---|',
       ...accept.map(
         (r) =>
-          `| ${r.server} | ${r.persistence} | ${r.path} | ${fmt(r.store.rps)} | ${fmt(r.inbox.rps)} | ${(r.ratio * 100).toFixed(1)} % | ${r.roundRatios.map((x) => `${(x * 100).toFixed(0)} %`).join(', ')} | ${r.store.p99} ms | ${r.inbox.p99} ms |`,
+          `| ${r.server} | ${r.persistence} | ${r.path} | ${fmt(r.store.rps)} | ${fmt(r.inbox.rps)} | ${(r.ratio * 100).toFixed(1)} % | ${r.roundRatios.map((x) => `${(x * 100).toFixed(0)} %`).join(', ')} | ${r.store.p99} ms | ${r.inbox.p99} ms | ` +
+          `${r.ownStore ? `PostgresStore ${fmt(r.ownStore.rps)}, ${(r.ownRatio * 100).toFixed(1)} %` : 'RedisStore (above)'} |`,
       ),
     ].join('\n')
     // Redis's CPU is not pg-boss's cost: Postgres runs as several processes, not measured here.
