@@ -68,7 +68,7 @@ export interface PgBossInboxOptions {
    * @default 2000
    */
   timeoutMs?: number
-  /** Options for each `send` (`priority`, `retryLimit`, ...); `id` and `deleteAfterSeconds` are the inbox's own. */
+  /** Options for each `send` (`priority`, `retryLimit`, ...); `id`, `singletonKey` and `deleteAfterSeconds` are the inbox's own. */
   sendOptions?: Record<string, unknown>
 }
 
@@ -119,14 +119,20 @@ export class PgBossInbox implements WebhookInboxProducer {
   }
 
   async append(delivery: InboxDelivery): Promise<AppendResult> {
-    const id = pgBossJobId(delivery.keys[0]!)
+    const key = delivery.keys[0]!
+    const id = pgBossJobId(key)
     const data = toJobData(delivery, appendToken())
+    // The key as the singleton key too: on a queue whose policy allows one queued or active job
+    // per singleton key (short, singleton, stately, exclusive), a send without one would find the
+    // job of another delivery and be answered "duplicate", a delivery lost. Per delivery, the
+    // policy can only ever refuse the same delivery; key_strict_fifo requires a key anyway.
+    const options = { ...this.sendOptions, id, singletonKey: key }
     let sent: string | null
     try {
       // The insert is one statement on the id's primary key: a second send of the id (this one
       // retried after a lost reply, or a resend racing it) waits for the first to commit and
       // inserts nothing. A lost reply makes a stored job look like a duplicate: still no loss.
-      sent = await withDeadline('PgBossInbox.append', this.timeoutMs, () => this.boss.send(this.queue, data, { ...this.sendOptions, id }))
+      sent = await withDeadline('PgBossInbox.append', this.timeoutMs, () => this.boss.send(this.queue, data, options))
     } catch (error) {
       throw unavailable('PgBossInbox.append', error)
     }

@@ -91,6 +91,16 @@ describeWithPostgres('svc-webhooks/pg-boss', () => {
     expect(await inbox.append({ ...d, receivedAt: Date.now() })).toBe('duplicate')
   })
 
+  it.each(['short', 'singleton', 'stately', 'exclusive', 'key_strict_fifo'])('a %s queue accepts distinct deliveries side by side (the policy holds per delivery)', async (policy) => {
+    const queue = await freshQueue({ policy })
+    const inbox = new PgBossInbox({ boss, queue })
+    const [a, b] = [inboxDelivery(), inboxDelivery()]
+    expect(await inbox.append(a)).toBe('accepted')
+    expect(await inbox.append(b)).toBe('accepted')
+    expect(await inbox.append({ ...a, receivedAt: Date.now() })).toBe('duplicate')
+    expect(await state(queue, pgBossJobId(b.keys[0]!))).toBe('created')
+  })
+
   it('a receiver over real HTTP answers 202, then 200 duplicate; boss.work runs the handler once with the exact bytes', async () => {
     const queue = await freshQueue()
     const http = await listen(createNodeHandler({ secret: SECRET, inbox: new PgBossInbox({ boss, queue }), log: false }))
