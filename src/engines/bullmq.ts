@@ -60,7 +60,7 @@ export interface BullMQInboxOptions {
   /**
    * Options for each job, over the queue's `defaultJobOptions` and these defaults: `attempts: 18`
    * with `backoff: { type: 'exponential', delay: 1000 }` (about 36 h of retries) when the queue
-   * sets no `attempts`. `jobId` and `removeOnComplete` are the inbox's own.
+   * sets no `attempts`. `jobId`, `removeOnComplete` and `deduplication` are the inbox's own.
    */
   jobOptions?: Record<string, unknown>
 }
@@ -103,7 +103,9 @@ export class BullMQInbox implements WebhookInboxProducer {
     this.queue = queue
     this.timeoutMs = timeoutMs
     const retries = queue.defaultJobOptions?.attempts === undefined ? DEFAULT_RETRIES : {}
-    this.jobOptions = { ...retries, ...jobOptions, removeOnComplete: { age: Math.ceil(retentionMs / 1000) } }
+    // A queue-wide deduplication id would make every delivery after the first a "duplicate" (a
+    // delivery lost): the job id is the only dedupe the inbox keeps.
+    this.jobOptions = { ...retries, ...jobOptions, removeOnComplete: { age: Math.ceil(retentionMs / 1000) }, deduplication: undefined }
   }
 
   async append(delivery: InboxDelivery): Promise<AppendResult> {

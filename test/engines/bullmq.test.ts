@@ -85,6 +85,14 @@ describeWithRedis('svc-webhooks/bullmq', () => {
     expect((await queue.getJob(bullmqJobId('t:b')))!.opts).toMatchObject({ attempts: 7, priority: 3, removeOnComplete: { age: 60 } })
   })
 
+  it("a queue-wide deduplication id (defaultJobOptions) does not turn distinct deliveries into duplicates", async () => {
+    const queue = freshQueue({ deduplication: { id: 'everything' } })
+    const inbox = new BullMQInbox({ queue })
+    expect(await inbox.append(inboxDelivery({ keys: ['t:x'] }))).toBe('accepted')
+    expect(await inbox.append(inboxDelivery({ keys: ['t:y'] }))).toBe('accepted')
+    expect(await queue.getJobCounts('waiting')).toEqual({ waiting: 2 })
+  })
+
   it('a receiver over real HTTP answers 202, then 200 duplicate; the Worker runs the handler once with the exact bytes', async () => {
     const queue = freshQueue()
     const handler = createNodeHandler({ secret: SECRET, inbox: new BullMQInbox({ queue }), log: false })
