@@ -117,7 +117,10 @@ export class BullMQInbox implements WebhookInboxProducer {
       // Adding the same id twice stores nothing the second time, so a retried add (its reply lost
       // in a reconnect) is safe; the token read back says whose job the queue holds.
       stored = await withDeadline('BullMQInbox.append', this.timeoutMs, async () => {
-        await this.queue.add(DELIVERY_JOB_NAME, data, { ...this.jobOptions, jobId })
+        const added = await this.queue.add(DELIVERY_JOB_NAME, data, { ...this.jobOptions, jobId })
+        // BullMQ answers the id it holds the job under: another one means it kept an existing job
+        // by a rule of its own (a deduplication) and ours is stored nowhere. Never a 202 then.
+        if (added.id !== undefined && added.id !== jobId) throw new Error(`BullMQ answered job id ${added.id}, not ${jobId}`)
         return this.holds(jobId, token)
       })
     } catch (error) {
