@@ -159,6 +159,12 @@ export interface PgBossHandlerOptions extends EngineProcessorOptions {
 
 /** The expiry pg-boss gives a job when the queue sets none. */
 const PG_BOSS_EXPIRE_MS = 15 * 60 * 1000
+/**
+ * How much longer than the handler's deadline a store claim lasts (the completion's round trip).
+ * Short on purpose: a job whose worker died mid-handler is fetched again once it expired, and
+ * should find the claim over by then, since a claim still held there costs one of its retries.
+ */
+const CLAIM_MARGIN_MS = 10_000
 
 /**
  * Creates the handler for the user's own `boss.work(queue, handler)`: each job of the batch
@@ -177,7 +183,7 @@ export function createPgBossHandler(options: PgBossHandlerOptions): (jobs: reado
   const { handlerTimeoutMs, perJobResults = false } = options
   if (handlerTimeoutMs !== undefined) positive(handlerTimeoutMs, 'handlerTimeoutMs')
   const deadline = handlerTimeoutMs ?? PG_BOSS_EXPIRE_MS
-  const policy = enginePolicy('pg-boss', options, { handlerTimeoutMs: deadline, claimMs: deadline + 60_000, firstRetryDelayMs: 1000, maxRetryDelayMs: 60 * 60 * 1000 })
+  const policy = enginePolicy('pg-boss', options, { handlerTimeoutMs: deadline, claimMs: deadline + CLAIM_MARGIN_MS, firstRetryDelayMs: 1000, maxRetryDelayMs: 60 * 60 * 1000 })
 
   async function settle(job: PgBossJobLike): Promise<{ result: PgBossJobResult; error?: unknown }> {
     let delivery: InboxDelivery
@@ -207,7 +213,7 @@ export function createPgBossHandler(options: PgBossHandlerOptions): (jobs: reado
         },
         ...(job.signal && { abort: job.signal }),
       },
-      { ...policy, handlerTimeoutMs: timeoutMs, report: (r) => ((report = r), policy.report(r)) },
+      { ...policy, handlerTimeoutMs: timeoutMs, claimMs: timeoutMs + CLAIM_MARGIN_MS, report: (r) => ((report = r), policy.report(r)) },
     )
     const outcome = settled as Settlement | undefined
     if (outcome === undefined || outcome.ack === 'complete') return { result: { id: job.id, status: 'completed' } }
