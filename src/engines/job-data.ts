@@ -41,18 +41,33 @@ export const DELIVERY_JOB_NAME = 'webhook'
  */
 const PROCESSED_PREFIX = '%processed:'
 
-/** A fresh append token. */
+/**
+ * A fresh append token (also a store claim's owner).
+ *
+ * @example
+ * const data = toJobData(delivery, appendToken())
+ */
 export function appendToken(): string {
   return crypto.randomUUID()
 }
 
-/** `delivery` as job data, stamped with `token`. */
+/**
+ * `delivery` as job data, stamped with `token`.
+ *
+ * @example
+ * await queue.add('webhook', toJobData(delivery, token), { jobId })
+ */
 export function toJobData(delivery: InboxDelivery, token: string): DeliveryJobData {
   const { keys, endpoint, id, timestamp, signatureVersion, secretIndex, rawBody, receivedAt } = delivery
   return { v: 1, token, keys: [...keys], endpoint, id, timestamp, signatureVersion, secretIndex, body: toBase64(rawBody), receivedAt }
 }
 
-/** The delivery in a job's data; throws a TypeError when the data is not one an engine inbox stored. */
+/**
+ * The delivery in a job's data; throws a TypeError when the data is not one an engine inbox stored.
+ *
+ * @example
+ * const delivery = fromJobData(job.data, 'BullMQInbox')
+ */
 export function fromJobData(data: unknown, engine: string): InboxDelivery {
   const m = (typeof data === 'object' && data !== null ? data : {}) as Partial<DeliveryJobData>
   const valid =
@@ -72,19 +87,34 @@ export function fromJobData(data: unknown, engine: string): InboxDelivery {
   return { keys, endpoint, id, timestamp, signatureVersion, secretIndex, rawBody: fromBase64(body), receivedAt }
 }
 
-/** An append that got no answer: the receiver answers 503 and the sender retries. */
+/**
+ * An append that got no answer: the receiver answers 503 and the sender retries.
+ *
+ * @example
+ * try { await send() } catch (error) { throw unavailable('PgBossInbox.append', error) }
+ */
 export function unavailable(operation: string, error: unknown): InboxError {
   const cause = error instanceof Error ? { name: error.name, message: error.message } : { name: 'Error', message: String(error) }
   // The message names the operation only: a client's error may quote the command and the body.
   return new InboxError('unavailable', operation, `svc-webhooks: ${operation} could not store the job (${errorLabel(error)}); the receiver answers 503 and the sender retries.`, { cause })
 }
 
-/** Throws a TypeError naming `name` unless `value` is a positive finite number. */
+/**
+ * Throws a TypeError naming `name` unless `value` is a positive finite number.
+ *
+ * @example
+ * positive(retentionMs, 'retentionMs')
+ */
 export function positive(value: unknown, name: string): void {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw new TypeError(`svc-webhooks: \`${name}\` must be a positive number.`)
 }
 
-/** Whether `store` has the IdempotencyStore methods. */
+/**
+ * Whether `store` has the IdempotencyStore methods.
+ *
+ * @example
+ * if (!isStore(options.store)) throw new TypeError('...')
+ */
 export function isStore(store: unknown): store is IdempotencyStore {
   const s = store as IdempotencyStore | undefined
   return typeof s?.claim === 'function' && typeof s.complete === 'function' && typeof s.release === 'function'
@@ -127,6 +157,9 @@ export interface EngineProcessorOptions {
  * The processing policy both processors share, with the engine bounding retries and stalls
  * (`maxStalledCount`, `maxRetryAgeMs` infinite: BullMQ's attempts and maxStalledCount, pg-boss's
  * retryLimit and expiry decide) and the store key made of the delivery's last dedupe key.
+ *
+ * @example
+ * const policy = enginePolicy('BullMQ', options, { handlerTimeoutMs, claimMs: handlerTimeoutMs + 60_000, firstRetryDelayMs: 1000, maxRetryDelayMs: Infinity })
  */
 export function enginePolicy(engine: string, options: EngineProcessorOptions, timing: { handlerTimeoutMs: number; claimMs: number; firstRetryDelayMs: number; maxRetryDelayMs: number }): ProcessPolicy {
   const { on, store, retentionMs = DEFAULT_INBOX_RETENTION_MS, onResult, now = Date.now } = options
