@@ -16,7 +16,7 @@ import { DEFAULT_INBOX_RETENTION_MS, type AppendResult, type InboxDelivery, type
 import { processDelivery, type InboxWorkerResult, type Job as ProcessJob } from '../inbox/process.js'
 import { printable } from '../inbox/text.js'
 import { positiveOption, withDeadline } from '../stores/deadline.js'
-import { appendToken, DELIVERY_JOB_NAME, type DeliveryJobData, enginePolicy, fromJobData, positive, toJobData, unavailable, type EngineProcessorOptions, type Settlement } from './job-data.js'
+import { appendToken, DELIVERY_JOB_NAME, type DeliveryJobData, enginePolicy, fromJobData, toJobData, unavailable, type EngineProcessorOptions, type Settlement } from './job-data.js'
 
 export type { DeliveryJobData } from './job-data.js'
 export type { InboxWorkerResult } from '../inbox/process.js'
@@ -98,7 +98,7 @@ export class BullMQInbox implements WebhookInboxProducer {
     if (typeof queue?.add !== 'function' || typeof queue.getJob !== 'function') {
       throw new TypeError('svc-webhooks: BullMQInbox needs `queue`, a BullMQ Queue: new BullMQInbox({ queue: new Queue(name, { connection }) }).')
     }
-    positive(retentionMs, 'retentionMs')
+    positiveOption(retentionMs, 'BullMQInbox retentionMs')
     positiveOption(timeoutMs, 'BullMQInbox timeoutMs')
     this.queue = queue
     this.timeoutMs = timeoutMs
@@ -175,7 +175,7 @@ export interface BullMQProcessorOptions extends EngineProcessorOptions {
  */
 export function createBullMQProcessor(options: BullMQProcessorOptions): (job: BullMQJobLike, token?: string, signal?: AbortSignal) => Promise<void> {
   const { handlerTimeoutMs = 5 * 60 * 1000 } = options
-  positive(handlerTimeoutMs, 'handlerTimeoutMs')
+  positiveOption(handlerTimeoutMs, 'createBullMQProcessor handlerTimeoutMs')
   const policy = enginePolicy('BullMQ', options, { handlerTimeoutMs, claimMs: handlerTimeoutMs + 60_000, firstRetryDelayMs: 1000, maxRetryDelayMs: Infinity })
 
   // Three parameters: BullMQ hands a signal only to a processor that declares one.

@@ -7,6 +7,7 @@
 import { fromBase64, toBase64 } from '../base64.js'
 import type { WebhookHandler, WebhookHandlers } from '../receiver.js'
 import type { IdempotencyStore } from '../stores/store.js'
+import { positiveOption } from '../stores/deadline.js'
 import { callHook, resolveLog, type WebhookLog } from '../visibility.js'
 import { DEFAULT_INBOX_RETENTION_MS, InboxError, type InboxDelivery } from '../inbox/inbox.js'
 import type { InboxWorkerResult, ProcessPolicy } from '../inbox/process.js'
@@ -100,16 +101,6 @@ export function unavailable(operation: string, error: unknown): InboxError {
 }
 
 /**
- * Throws a TypeError naming `name` unless `value` is a positive finite number.
- *
- * @example
- * positive(retentionMs, 'retentionMs')
- */
-export function positive(value: unknown, name: string): void {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw new TypeError(`svc-webhooks: \`${name}\` must be a positive number.`)
-}
-
-/**
  * Whether `store` has the IdempotencyStore methods.
  *
  * @example
@@ -165,7 +156,7 @@ export function enginePolicy(engine: string, options: EngineProcessorOptions, ti
   const { on, store, retentionMs = DEFAULT_INBOX_RETENTION_MS, onResult, now = Date.now } = options
   if (typeof on !== 'object' || on === null) throw new TypeError(`svc-webhooks: the ${engine} processor needs \`on\`, the handlers by event type.`)
   if (store !== undefined && !isStore(store)) throw new TypeError(`svc-webhooks: the ${engine} processor's \`store\` must be an IdempotencyStore (RedisStore, PostgresStore).`)
-  positive(retentionMs, 'retentionMs')
+  positiveOption(retentionMs, `${engine} processor retentionMs`)
   const log = resolveLog(options.log)
   return {
     handlers: on as Record<string, WebhookHandler<unknown> | undefined>,

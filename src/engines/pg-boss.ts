@@ -21,7 +21,7 @@ import { createHash } from 'node:crypto'
 import { DEFAULT_INBOX_RETENTION_MS, type AppendResult, type InboxDelivery, type WebhookInboxProducer } from '../inbox/inbox.js'
 import { processDelivery, type InboxWorkerResult } from '../inbox/process.js'
 import { positiveOption, withDeadline } from '../stores/deadline.js'
-import { appendToken, enginePolicy, fromJobData, positive, toJobData, unavailable, type EngineProcessorOptions, type Settlement } from './job-data.js'
+import { appendToken, enginePolicy, fromJobData, toJobData, unavailable, type EngineProcessorOptions, type Settlement } from './job-data.js'
 
 export type { DeliveryJobData } from './job-data.js'
 export type { InboxWorkerResult } from '../inbox/process.js'
@@ -110,7 +110,7 @@ export class PgBossInbox implements WebhookInboxProducer {
   constructor({ boss, queue, retentionMs = DEFAULT_INBOX_RETENTION_MS, timeoutMs = 2000, sendOptions = {} }: PgBossInboxOptions) {
     if (typeof boss?.send !== 'function') throw new TypeError('svc-webhooks: PgBossInbox needs `boss`, a started PgBoss: new PgBossInbox({ boss, queue }).')
     if (typeof queue !== 'string' || queue.length === 0) throw new TypeError('svc-webhooks: PgBossInbox needs `queue`, the name of a queue made with boss.createQueue().')
-    positive(retentionMs, 'retentionMs')
+    positiveOption(retentionMs, 'PgBossInbox retentionMs')
     positiveOption(timeoutMs, 'PgBossInbox timeoutMs')
     this.boss = boss
     this.queue = queue
@@ -181,7 +181,7 @@ export function createPgBossHandler(options: PgBossHandlerOptions & { perJobResu
 export function createPgBossHandler(options: PgBossHandlerOptions): (jobs: readonly PgBossJobLike[]) => Promise<void>
 export function createPgBossHandler(options: PgBossHandlerOptions): (jobs: readonly PgBossJobLike[]) => Promise<void | PgBossJobResult[]> {
   const { handlerTimeoutMs, perJobResults = false } = options
-  if (handlerTimeoutMs !== undefined) positive(handlerTimeoutMs, 'handlerTimeoutMs')
+  if (handlerTimeoutMs !== undefined) positiveOption(handlerTimeoutMs, 'createPgBossHandler handlerTimeoutMs')
   const deadline = handlerTimeoutMs ?? PG_BOSS_EXPIRE_MS
   const policy = enginePolicy('pg-boss', options, { handlerTimeoutMs: deadline, claimMs: deadline + CLAIM_MARGIN_MS, firstRetryDelayMs: 1000, maxRetryDelayMs: 60 * 60 * 1000 })
 
