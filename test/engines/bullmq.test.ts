@@ -24,6 +24,7 @@ import { describeWithRedis, startRedisServer, type RedisServer } from '../suppor
 import { listen } from '../support/servers.js'
 import { eventually } from '../stores/contract.js'
 import { inboxDelivery } from '../inbox/contract.js'
+import { describeProducerContract } from './producer-contract.js'
 
 const SECRET = 'svc_whsec_bullmq_engine_tests'
 const WORKER = new URL('../support/engine-worker.mjs', import.meta.url)
@@ -56,6 +57,28 @@ describeWithRedis('svc-webhooks/bullmq', () => {
   afterAll(async () => {
     client?.disconnect()
     await server?.stop()
+  })
+
+  describeProducerContract('BullMQInbox', async () => {
+    const queue = freshQueue()
+    return {
+      inbox: new BullMQInbox({ queue }),
+      storedBody: async (d) => Buffer.from(((await queue.getJob(bullmqJobId(d.keys[0]!)))!.data as DeliveryJobData).body, 'base64'),
+      // As a Worker does: take the next job under a lock token, complete it; until it is this delivery's.
+      async complete(d) {
+        const taker = new Worker(queue.name, null, { connection: { url: server.url } })
+        try {
+          for (let i = 0; i < 100; i++) {
+            const job = await taker.getNextJob('contract-token')
+            if (!job) throw new Error(`no job for ${d.id} to complete`)
+            await job.moveToCompleted('done', 'contract-token', false)
+            if (job.id === bullmqJobId(d.keys[0]!)) return
+          }
+        } finally {
+          await taker.close()
+        }
+      },
+    }
   })
 
   it('append: accepted, then duplicate for the same key; the job id is the key, the raw bytes untouched in the job', async () => {

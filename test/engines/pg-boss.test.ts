@@ -23,6 +23,7 @@ import { describeWithPostgres, startPostgresServer, type PostgresServer } from '
 import { listen } from '../support/servers.js'
 import { eventually } from '../stores/contract.js'
 import { inboxDelivery } from '../inbox/contract.js'
+import { describeProducerContract } from './producer-contract.js'
 
 const SECRET = 'svc_whsec_pg_boss_engine_tests'
 const WORKER = new URL('../support/engine-worker.mjs', import.meta.url)
@@ -71,6 +72,23 @@ describeWithPostgres('svc-webhooks/pg-boss', () => {
   it('job ids: the RFC 9562 version 5 UUID of the key (vectors from Python uuid.uuid5)', async () => {
     expect(pgBossJobId('default:evt_1')).toBe('cc400d94-ed63-505d-aa7a-8fcdb6dee08c')
     expect(pgBossJobId('tenant:é:2')).toBe('03fbffe5-8116-593d-b9b7-d5e8015efaaf')
+  })
+
+  describeProducerContract('PgBossInbox', async () => {
+    const queue = await freshQueue()
+    return {
+      inbox: new PgBossInbox({ boss, queue }),
+      storedBody: async (d) => Buffer.from(((await boss.getJobById(queue, pgBossJobId(d.keys[0]!)))!.data as DeliveryJobData).body, 'base64'),
+      // As boss.work does: fetch the next job and complete it; until it is this delivery's.
+      async complete(d) {
+        for (let i = 0; i < 100; i++) {
+          const [job] = await boss.fetch(queue)
+          if (!job) throw new Error(`no job for ${d.id} to complete`)
+          await boss.complete(queue, job.id)
+          if (job.id === pgBossJobId(d.keys[0]!)) return
+        }
+      },
+    }
   })
 
   it('append: accepted, then duplicate while it waits and after it completed; the raw bytes untouched in the job', async () => {
