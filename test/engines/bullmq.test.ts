@@ -1,6 +1,6 @@
 /**
  * svc-webhooks/bullmq against a real redis-server on 127.0.0.1 with BullMQ's own Queue and
- * Worker: append accepted then duplicate (the job id from the dedupe key, the raw bytes in the
+ * Worker: the producer contract (producer-contract.ts), append accepted then duplicate (the job id from the dedupe key, the raw bytes in the
  * job untouched), a receiver over real HTTP answering 202 then 200 duplicate and the Worker
  * running the handler once, a failing handler retried by the job's attempts then in the failed
  * set, a job that is not a delivery failed at once, an id another run holds delayed without

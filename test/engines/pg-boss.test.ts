@@ -1,5 +1,6 @@
 /**
- * svc-webhooks/pg-boss against a real Postgres with pg-boss's own queues and workers: job ids as
+ * svc-webhooks/pg-boss against a real Postgres with pg-boss's own queues and workers: the
+ * producer contract (producer-contract.ts), job ids as
  * name-based UUIDs (vectors from Python's uuid.uuid5), append accepted then duplicate while the
  * job waits and after it completed, raw bytes untouched in the job, a receiver over real HTTP
  * answering 202 then 200 duplicate and `boss.work` running the handler once, a failing handler
