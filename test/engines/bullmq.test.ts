@@ -1,12 +1,12 @@
 /**
  * svc-webhooks/bullmq against a real redis-server on 127.0.0.1 with BullMQ's own Queue and
- * Worker: the producer contract (producer-contract.ts), append accepted then duplicate (the job id from the dedupe key, the raw bytes in the
- * job untouched), a receiver over real HTTP answering 202 then 200 duplicate and the Worker
- * running the handler once, a failing handler retried by the job's attempts then in the failed
- * set, a job that is not a delivery failed at once, an id another run holds delayed without
- * spending an attempt, a worker killed after its handler succeeded (the job taken back by the
- * stalled check) running the handler once with a store and twice without, and an append
- * rejecting while Redis is down.
+ * Worker: the producer contract (producer-contract.ts), the job id from the dedupe key and the
+ * options on each job, a queue-wide deduplication id ignored, a receiver over real HTTP answering
+ * 202 then 200 duplicate and the Worker running the handler once with the exact bytes, a failing
+ * handler retried by the job's attempts then in the failed set, a job that is not a delivery
+ * failed at once, an id another run holds delayed without spending an attempt, a worker killed
+ * after its handler succeeded (the job taken back by the stalled check) running the handler once
+ * with a store and twice without, and an append rejecting while Redis is down.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'

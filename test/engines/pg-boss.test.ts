@@ -1,12 +1,12 @@
 /**
  * svc-webhooks/pg-boss against a real Postgres with pg-boss's own queues and workers: the
- * producer contract (producer-contract.ts), job ids as
- * name-based UUIDs (vectors from Python's uuid.uuid5), append accepted then duplicate while the
- * job waits and after it completed, raw bytes untouched in the job, a receiver over real HTTP
- * answering 202 then 200 duplicate and `boss.work` running the handler once, a failing handler
- * retried by the queue's retryLimit then in its deadLetter queue, per-job results in a batch, a
- * worker killed after its handler succeeded (the job expired and fetched again) running the
- * handler once with a store and twice without, and an append rejecting while Postgres is down.
+ * producer contract (producer-contract.ts), job ids as name-based UUIDs (vectors from Python's
+ * uuid.uuid5), the job row's retention, distinct deliveries accepted on every queue policy that
+ * limits jobs per singleton key, a receiver over real HTTP answering 202 then 200 duplicate and
+ * `boss.work` running the handler once, a failing handler retried by the queue's retryLimit then
+ * in its deadLetter queue, per-job results in a batch, a worker killed after its handler
+ * succeeded (the job expired and fetched again) running the handler once with a store and twice
+ * without, and an append rejecting while Postgres is down.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
