@@ -2,7 +2,7 @@ import { existsSync, readdirSync } from 'node:fs'
 import { defineConfig } from 'tsup'
 
 // One entry per public subpath (package.json "exports"): the core, the test kit, each adapter in
-// adapters/, the stores that need a client, and the CLI. `#crypto` stays an import so package.json
+// adapters/, the stores that need a client, the job-queue engines (BullMQ, pg-boss), and the CLI. `#crypto` stays an import so package.json
 // "imports" picks node:crypto or WebCrypto by export condition, never by sniffing at run time.
 const adapters = Object.fromEntries(
   readdirSync('adapters')
@@ -14,6 +14,8 @@ const optional = Object.fromEntries(
     redis: 'src/stores/redis.ts',
     postgres: 'src/stores/postgres.ts',
     opentelemetry: 'src/opentelemetry.ts',
+    bullmq: 'src/engines/bullmq.ts',
+    'pg-boss': 'src/engines/pg-boss.ts',
     cli: 'src/cli/index.ts',
   }).filter(([, file]) => existsSync(file)),
 )

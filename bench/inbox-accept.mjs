@@ -8,8 +8,15 @@
  *    - store: `webhooks({ secret, store: new RedisStore({ client }), on: { 'message.received': () => {} } })`,
  *      the receiver that runs the handler in the request (claim, handler, complete);
  *    - inbox: `webhooks({ secret, inbox: new RedisInbox({ client }) })`, answered 202 once Redis
- *      acknowledged the append.
- *    Target: inbox >= 90 % of store on the same server. Every request is a distinct delivery,
+ *      acknowledged the append;
+ *    - bullmq: `webhooks({ secret, inbox: new BullMQInbox({ queue }) })` over a BullMQ `Queue` on
+ *      the same Redis (its own connection): the job added, then its token read back;
+ *    - pg-boss: `webhooks({ secret, inbox: new PgBossInbox({ boss, queue }) })` over a `PgBoss` (a
+ *      pool of 10) on a Postgres of the bench's own, fsync on with Redis persistence, off without;
+ *      measured with it, pg-store: `webhooks({ secret, store: new PostgresStore({ pool }), on })`
+ *      on that Postgres (a pool of 10), the receiver that runs the handler in the request there.
+ *    Target: each accept path >= 90 % of store on the same server; pg-boss is also shown against
+ *    pg-store, the store on its own backend. Every request is a distinct delivery,
  *    signed as autocannon sends it (fresh id, current second; v2 only, as the service's current
  *    deliveries verify), so nothing is a duplicate and no pre-signed pool can run out however
  *    fast the machine is. Bodies: a 1 KiB `message.received` (bench/deliveries.mjs). Per server
@@ -27,7 +34,8 @@
  * Prints markdown tables; writes docs/benchmarks-inbox.json unless --no-write. Exits 1 (after
  * printing) when any request was answered non-2xx or failed, or a drain did not finish.
  *
- * Options (defaults take about 2 minutes): --duration 2 (s per measurement), --warmup 1,
+ * Options (defaults take about 4 minutes): --modes store,inbox,bullmq,pg-boss (store is always
+ * measured: the others are compared with it), --duration 2 (s per measurement), --warmup 1,
  * --rounds 5, --connections 16, --servers express,node, --persistence none,everysec,
  * --drain 20000 (N), --workers 1,4 (K values), --concurrency 4 (per worker), --quick (1 s, 2
  * rounds, N 2000, K 2: about 30 s), --no-write.
@@ -50,7 +58,7 @@ const PERSISTENCE = {
   always: { label: 'AOF, appendfsync always', persist: true, fsync: 'always' },
 }
 const SERVERS = { express: 'Express 5', node: 'node:http' }
-const MODES = { store: 'RedisStore receiver', inbox: 'RedisInbox accept' }
+const MODES = { store: 'RedisStore receiver', inbox: 'RedisInbox accept', bullmq: 'BullMQInbox accept', 'pg-boss': 'PgBossInbox accept', 'pg-store': 'PostgresStore receiver' }
 
 
 // ---------------------------------------------------------------------------------------------
@@ -72,14 +80,43 @@ async function connectRedis(url) {
   return client
 }
 
-/** `serve <server> <mode> <redis url>`: one server, prints `{"port":n}`, exits when stdin ends. */
-async function serve(server, mode, url) {
-  const client = await connectRedis(url)
+/** The receiver's options for `mode`, and what closes the engine's connections. */
+async function receiverOptions(mode, client, url, postgresUrl) {
   const { RedisInbox, RedisStore } = await import('svc-webhooks/redis')
-  const options =
-    mode === 'store'
-      ? { secret: SECRET, store: new RedisStore({ client }), on: { 'message.received': () => {} } }
-      : { secret: SECRET, inbox: new RedisInbox({ client }) }
+  if (mode === 'store') return { options: { secret: SECRET, store: new RedisStore({ client }), on: { 'message.received': () => {} } }, close: async () => {} }
+  if (mode === 'inbox') return { options: { secret: SECRET, inbox: new RedisInbox({ client }) }, close: async () => {} }
+  if (mode === 'bullmq') {
+    const { Queue } = await import('bullmq')
+    const { BullMQInbox } = await import('svc-webhooks/bullmq')
+    const queue = new Queue('bench', { connection: { url } })
+    queue.on('error', (error) => console.error(`bench child: BullMQ: ${error.message}`))
+    return { options: { secret: SECRET, inbox: new BullMQInbox({ queue }) }, close: () => queue.close() }
+  }
+  if (mode === 'pg-store') {
+    const { default: pg } = await import('pg')
+    const { PostgresStore } = await import('svc-webhooks/postgres')
+    const pool = new pg.Pool({ connectionString: postgresUrl, max: 10 })
+    pool.on('error', (error) => console.error(`bench child: Postgres: ${error.message}`))
+    const store = new PostgresStore({ pool })
+    await store.ensureTable()
+    return { options: { secret: SECRET, store, on: { 'message.received': () => {} } }, close: () => pool.end() }
+  }
+  if (mode === 'pg-boss') {
+    const { PgBoss } = await import('pg-boss')
+    const { PgBossInbox } = await import('svc-webhooks/pg-boss')
+    const boss = new PgBoss({ connectionString: postgresUrl, max: 10 })
+    boss.on('error', (error) => console.error(`bench child: pg-boss: ${error.message}`))
+    await boss.start()
+    await boss.createQueue('bench')
+    return { options: { secret: SECRET, inbox: new PgBossInbox({ boss, queue: 'bench' }) }, close: () => boss.stop({ graceful: false }) }
+  }
+  throw new Error(`bench:inbox: unknown mode ${mode}`)
+}
+
+/** `serve <server> <mode> <redis url> [<postgres url>]`: one server, prints `{"port":n}`, exits when stdin ends. */
+async function serve(server, mode, url, postgresUrl) {
+  const client = await connectRedis(url)
+  const { options, close } = await receiverOptions(mode, client, url, postgresUrl)
   const { createServer } = await import('node:http')
   let handler
   if (server === 'express') {
@@ -100,6 +137,7 @@ async function serve(server, mode, url) {
     console.log(JSON.stringify({ cpu: user + system }))
   })
   await parentGone()
+  await close().catch(() => undefined)
   client.disconnect()
   process.exit(0)
 }
@@ -220,6 +258,7 @@ function parseOptions() {
     rounds: int('--rounds', quick ? 2 : 5, 15),
     connections: int('--connections', 16, 256),
     servers: list('--servers', 'express,node', SERVERS),
+    modes: withPgStore(['store', ...list('--modes', 'store,inbox,bullmq,pg-boss', MODES).filter((mode) => mode !== 'store')]),
     persistence: list('--persistence', 'none,everysec', PERSISTENCE),
     drain: int('--drain', quick ? 2000 : 20_000, 200_000),
     workers,
@@ -228,6 +267,8 @@ function parseOptions() {
   }
 }
 
+/** pg-boss is measured beside the store on its own backend too. */
+const withPgStore = (modes) => (modes.includes('pg-boss') && !modes.includes('pg-store') ? [...modes, 'pg-store'] : modes)
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 const median = (values) => {
   const sorted = [...values].sort((a, b) => a - b)
@@ -275,6 +316,31 @@ async function startRedis(setting) {
     admin.disconnect()
     await server.stop()
     throw error
+  }
+}
+
+/** A Postgres of our own for pg-boss, fsync as the Redis setting persists; reset() empties pg-boss's jobs. */
+async function startPostgres(setting) {
+  const support = await import('../test/support/postgres-process.mjs')
+  const reason = support.postgresSkipReason()
+  if (reason) throw new Error(`bench:inbox: pg-boss needs Postgres: ${reason} (or leave pg-boss out of --modes)`)
+  const server = await support.startPostgresServer({ fsync: setting.persist, maxConnections: 100 })
+  const { default: pg } = await import('pg')
+  const admin = new pg.Client({ connectionString: server.url })
+  await admin.connect()
+  return {
+    url: server.url,
+    /** Empties pg-boss's job table (once its schema exists), keeping the queues. */
+    async reset() {
+      const { rows } = await admin.query("SELECT to_regclass('pgboss.job') AS t")
+      if (rows[0].t !== null) await admin.query('TRUNCATE pgboss.job')
+      const { rows: store } = await admin.query("SELECT to_regclass('svc_webhooks_deliveries') AS t")
+      if (store[0].t !== null) await admin.query('TRUNCATE svc_webhooks_deliveries')
+    },
+    async stop() {
+      await admin.end()
+      await server.stop()
+    },
   }
 }
 
@@ -329,9 +395,11 @@ async function main() {
   }
 
   const redis = {}
+  const postgres = {}
   const problems = []
   try {
     for (const name of options.persistence) redis[name] = await startRedis(PERSISTENCE[name])
+    if (options.modes.includes('pg-boss') || options.modes.includes('pg-store')) for (const name of options.persistence) postgres[name] = await startPostgres(PERSISTENCE[name])
     const machine = { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, memoryGB: Math.round(totalmem() / 2 ** 30), node: process.versions.node }
     const redisVersion = Object.values(redis)[0].version
     console.error(
@@ -339,9 +407,9 @@ async function main() {
         `${options.connections} connections, ${options.duration} s per case after ${options.warmup} s warm-up, ${options.rounds} round(s)`,
     )
 
-    // 1. Accept path. Per (persistence, server): both servers started and warmed, then measured
-    // in turn, store and inbox alternating which goes first (ABBA), so each pair of slices sees
-    // the same machine: the ratio of a pair holds even where other load comes and goes.
+    // 1. Accept path. Per (persistence, server): every mode's server started and warmed, then
+    // measured in turn, the order reversed every other round (ABBA), so each round's slices see
+    // the same machine: the ratio within a round holds even where other load comes and goes.
     const cases = []
     for (const persistence of options.persistence) {
       for (const server of options.servers) {
@@ -349,15 +417,16 @@ async function main() {
         const label = (mode) => `${SERVERS[server]} ${mode} (Redis persistence: ${PERSISTENCE[persistence].label})`
         const procs = {}
         try {
-          for (const mode of Object.keys(MODES)) procs[mode] = await child(['serve', server, mode, r.url], label(mode))
-          for (const mode of Object.keys(MODES)) await load(procs[mode].first.port, options.warmup)
-          const group = Object.fromEntries(Object.keys(MODES).map((mode) => [mode, { persistence, server, mode, rounds: [] }]))
+          for (const mode of options.modes) procs[mode] = await child(['serve', server, mode, r.url, postgres[persistence]?.url ?? ''], label(mode))
+          for (const mode of options.modes) await load(procs[mode].first.port, options.warmup)
+          const group = Object.fromEntries(options.modes.map((mode) => [mode, { persistence, server, mode, rounds: [] }]))
           for (let round = 0; round < options.rounds; round++) {
-            for (const mode of round % 2 === 0 ? ['store', 'inbox'] : ['inbox', 'store']) {
-              // Requests still in flight when the last load stopped finish first; then Redis is
-              // emptied, so both modes are measured from the same empty server.
+            for (const mode of round % 2 === 0 ? options.modes : [...options.modes].reverse()) {
+              // Requests still in flight when the last load stopped finish first; then Redis (and
+              // pg-boss's jobs) are emptied, so every mode is measured from the same empty server.
               await sleep(250)
               await r.reset()
+              await postgres[persistence]?.reset()
               const before = [(await procs[mode].ask('cpu')).cpu, await redisCpu(r.admin)]
               const measured = await load(procs[mode].first.port, options.duration)
               const after = [(await procs[mode].ask('cpu')).cpu, await redisCpu(r.admin)]
@@ -367,7 +436,7 @@ async function main() {
               group[mode].rounds.push(measured)
               console.error(
                 `  round ${round + 1}: ${label(mode).padEnd(72)} ${fmt(measured.rps).padStart(6)} req/s, p99 ${measured.p99} ms, ` +
-                  `CPU per request: server ${measured.serverCpuUs.toFixed(0)} µs, Redis ${measured.redisCpuUs.toFixed(0)} µs`,
+                  `CPU per request: server ${measured.serverCpuUs.toFixed(0)} µs${mode.startsWith('pg-') ? '' : `, Redis ${measured.redisCpuUs.toFixed(0)} µs`}`,
               )
             }
           }
@@ -378,21 +447,31 @@ async function main() {
       }
     }
 
+    // One row per (persistence, server, accept path), each beside the store receiver it ran with.
     const accept = []
+    const summary = (c) => ({
+      rps: median(c.rounds.map((x) => x.rps)),
+      p99: median(c.rounds.map((x) => x.p99)),
+      serverCpuUs: median(c.rounds.map((x) => x.serverCpuUs)),
+      redisCpuUs: median(c.rounds.map((x) => x.redisCpuUs)),
+      rounds: c.rounds,
+    })
     for (const persistence of options.persistence) {
       for (const server of options.servers) {
-        const [store, inbox] = ['store', 'inbox'].map((mode) => cases.find((c) => c.persistence === persistence && c.server === server && c.mode === mode))
-        const summary = (c) => ({
-          rps: median(c.rounds.map((x) => x.rps)),
-          p99: median(c.rounds.map((x) => x.p99)),
-          serverCpuUs: median(c.rounds.map((x) => x.serverCpuUs)),
-          redisCpuUs: median(c.rounds.map((x) => x.redisCpuUs)),
-          rounds: c.rounds,
-        })
-        const row = { server: SERVERS[server], persistence: PERSISTENCE[persistence].label, store: summary(store), inbox: summary(inbox) }
-        row.roundRatios = inbox.rounds.map((x, i) => x.rps / store.rounds[i].rps)
-        row.ratio = median(row.roundRatios)
-        accept.push(row)
+        const find = (mode) => cases.find((c) => c.persistence === persistence && c.server === server && c.mode === mode)
+        const store = find('store')
+        for (const mode of options.modes.filter((m) => m !== 'store' && m !== 'pg-store')) {
+          const inbox = find(mode)
+          const row = { server: SERVERS[server], persistence: PERSISTENCE[persistence].label, mode, path: MODES[mode], store: summary(store), inbox: summary(inbox) }
+          row.roundRatios = inbox.rounds.map((x, i) => x.rps / store.rounds[i].rps)
+          row.ratio = median(row.roundRatios)
+          const own = mode === 'pg-boss' ? find('pg-store') : undefined
+          if (own) {
+            row.ownStore = summary(own)
+            row.ownRatio = median(inbox.rounds.map((x, i) => x.rps / own.rounds[i].rps))
+          }
+          accept.push(row)
+        }
       }
     }
 
@@ -436,24 +515,27 @@ async function main() {
 
     // Tables.
     const acceptTable = [
-      '| server | Redis persistence | RedisStore receiver req/s | RedisInbox accept req/s | inbox vs store, median of rounds (target >= 90 %) | each round | store p99 | inbox p99 |',
-      '|---|---|---:|---:|---:|---|---:|---:|',
+      '| server | Redis persistence | accept path | RedisStore receiver req/s | accept req/s | accept vs store, median of rounds (target >= 90 %) | each round | store p99 | accept p99 | the store on its own backend: req/s, accept vs it |',
+      '|---|---|---|---:|---:|---:|---|---:|---:|---|',
       ...accept.map(
         (r) =>
-          `| ${r.server} | ${r.persistence} | ${fmt(r.store.rps)} | ${fmt(r.inbox.rps)} | ${(r.ratio * 100).toFixed(1)} % | ${r.roundRatios.map((x) => `${(x * 100).toFixed(0)} %`).join(', ')} | ${r.store.p99} ms | ${r.inbox.p99} ms |`,
+          `| ${r.server} | ${r.persistence} | ${r.path} | ${fmt(r.store.rps)} | ${fmt(r.inbox.rps)} | ${(r.ratio * 100).toFixed(1)} % | ${r.roundRatios.map((x) => `${(x * 100).toFixed(0)} %`).join(', ')} | ${r.store.p99} ms | ${r.inbox.p99} ms | ` +
+          `${r.ownStore ? `PostgresStore ${fmt(r.ownStore.rps)}, ${(r.ownRatio * 100).toFixed(1)} %` : 'RedisStore (above)'} |`,
       ),
     ].join('\n')
+    // Redis's CPU is not pg-boss's cost: Postgres runs as several processes, not measured here.
+    const backendCpu = (r, c) => (r.mode === 'pg-boss' && c === r.inbox ? 'n/a' : c.redisCpuUs.toFixed(0))
     const cpuTable = [
-      '| server | Redis persistence | RedisStore receiver: server / Redis CPU µs per request | RedisInbox accept: server / Redis CPU µs per request |',
-      '|---|---|---:|---:|',
-      ...accept.map((r) => `| ${r.server} | ${r.persistence} | ${r.store.serverCpuUs.toFixed(0)} / ${r.store.redisCpuUs.toFixed(0)} | ${r.inbox.serverCpuUs.toFixed(0)} / ${r.inbox.redisCpuUs.toFixed(0)} |`),
+      '| server | Redis persistence | accept path | RedisStore receiver: server / Redis CPU µs per request | accept: server / Redis CPU µs per request |',
+      '|---|---|---|---:|---:|',
+      ...accept.map((r) => `| ${r.server} | ${r.persistence} | ${r.path} | ${r.store.serverCpuUs.toFixed(0)} / ${backendCpu(r, r.store)} | ${r.inbox.serverCpuUs.toFixed(0)} / ${backendCpu(r, r.inbox)} |`),
     ].join('\n')
     const drainTable = [
       '| Redis persistence | worker processes x concurrency | deliveries | seconds | deliveries/s |',
       '|---|---|---:|---:|---:|',
       ...drains.map((d) => `| ${d.persistence} | ${d.workers} x ${d.concurrency} | ${fmt(d.deliveries)} | ${d.seconds.toFixed(2)} | ${fmt(d.perSecond)} |`),
     ].join('\n')
-    const misses = accept.filter((r) => r.ratio < 0.9).map((r) => `${r.server}, ${r.persistence}: inbox at ${(r.ratio * 100).toFixed(1)} % of the store receiver (target >= 90 %)`)
+    const misses = accept.filter((r) => r.ratio < 0.9).map((r) => `${r.server}, ${r.persistence}: ${r.path} at ${(r.ratio * 100).toFixed(1)} % of the store receiver (target >= 90 %)`)
     console.log(
       `\n${machine.cpu}, ${machine.cores} cores, Node ${machine.node}, redis-server ${redisVersion} on 127.0.0.1; ${BODY_BYTES} B bodies; ` +
         `${options.connections} connections, ${options.duration} s per case after ${options.warmup} s warm-up, median of ${options.rounds} interleaved round(s)\n`,
@@ -488,6 +570,7 @@ async function main() {
     }
   } finally {
     for (const r of Object.values(redis)) await r.stop()
+    for (const p of Object.values(postgres)) await p.stop()
   }
 }
 

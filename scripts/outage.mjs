@@ -4,13 +4,18 @@
 // and 429 retried with backoff, other 4xx dropped, the endpoint disabled after 20 consecutive
 // failures), the handler's database down for 15 s of it and every 50th handler taking 12 s; run
 // (a) with the handler in the request and (b) with `inbox: new RedisInbox(...)` and a worker in the
-// same process. Prints one table.
+// same process; `--only bullmq,pg-boss` (or any list of the four) runs the same story with
+// `inbox: new BullMQInbox(...)` and a BullMQ Worker, and with `inbox: new PgBossInbox(...)` and
+// `boss.work`. Prints one table.
 //   --scale S (time scale, default 1: about 100 s in all; 0.25 runs four times faster),
 //   --rate N (20), --duration S (40), --outage-at S (10), --outage S (15), --slow-every N (50),
-//   --slow S (12), --worker-concurrency N (16), --only handler|inbox, --json.
-// Exits 1 when (b) lost a delivery, ran one twice, let the sender see 20 consecutive failures or
-// did not finish in time. test/soak.test.ts runs it at --scale 0.2.
+//   --slow S (12), --worker-concurrency N (16), --only handler,inbox,bullmq,pg-boss
+//   (default handler,inbox), --json.
+// Exits 1 when an inbox side lost a delivery, ran one twice, let the sender see 20 consecutive
+// failures or did not finish in time. test/soak.test.ts runs it at --scale 0.2, and
+// test/engines/outage.test.ts the engines.
 import { parseArgs } from 'node:util'
+import { postgresSkipReason } from '../test/support/postgres-process.mjs'
 import { findRedisServer } from '../test/support/redis-process.mjs'
 import { outageProblems, runOutage } from '../test/support/soak/outage.mjs'
 
@@ -29,13 +34,19 @@ const { values } = parseArgs({
   },
 })
 
-const modes = values.only === undefined ? ['handler', 'inbox'] : [values.only]
-if (!modes.every((mode) => mode === 'handler' || mode === 'inbox')) {
-  console.error(`outage: --only must be handler or inbox, not "${values.only}".`)
+const MODES = ['handler', 'inbox', 'bullmq', 'pg-boss']
+const modes = (values.only ?? 'handler,inbox').split(',')
+if (!modes.every((mode) => MODES.includes(mode))) {
+  console.error(`outage: --only takes a list of ${MODES.join(', ')}, not "${values.only}".`)
   process.exit(2)
 }
-if (modes.includes('inbox') && !findRedisServer()) {
+if ((modes.includes('inbox') || modes.includes('bullmq')) && !findRedisServer()) {
   console.error('outage: redis-server is not installed (apt-get install -y redis-server, or set REDIS_SERVER_BIN).')
+  process.exit(2)
+}
+const noPostgres = modes.includes('pg-boss') ? postgresSkipReason() : undefined
+if (noPostgres) {
+  console.error(`outage: ${noPostgres}`)
   process.exit(2)
 }
 
@@ -51,9 +62,10 @@ const options = {
   log: (/** @type {string} */ line) => console.error(line.length > 200 ? `${line.slice(0, 200)}...` : line),
 }
 
+const title = { handler: '(a) handler in the request', inbox: '(b) inbox + worker', bullmq: 'BullMQ queue + Worker', 'pg-boss': 'pg-boss queue + work()' }
 /** @type {import('../test/support/soak/outage.mjs').OutageFigures[]} */
 const runs = []
-for (const mode of modes) runs.push(await runOutage({ ...options, mode: /** @type {'handler' | 'inbox'} */ (mode) }))
+for (const mode of modes) runs.push(await runOutage({ ...options, mode: /** @type {import('../test/support/soak/outage.mjs').OutageMode} */ (mode) }))
 
 if (values.json) {
   console.log(JSON.stringify(runs, null, 2))
@@ -64,7 +76,6 @@ if (values.json) {
       `every ${slowEvery}th handler takes ${slowS} s; sender: 10 s timeout, disabled after 20 consecutive failures` +
       `${scale === 1 ? '' : `; time x${scale} (figures in unscaled seconds)`}\n`,
   )
-  const title = { handler: '(a) handler in the request', inbox: '(b) inbox + worker' }
   /** @type {[string, (f: import('../test/support/soak/outage.mjs').OutageFigures) => string | number][]} */
   const rows = [
     ['deliveries', (f) => f.deliveries],
@@ -87,7 +98,11 @@ if (values.json) {
   for (const [name, ...values] of cells) console.log((name ?? '').padEnd(width) + values.map((text) => text.padEnd(column)).join('').trimEnd())
 }
 
-const inbox = runs.find((f) => f.mode === 'inbox')
-const problems = inbox ? outageProblems(inbox) : []
-if (problems.length) console.error(`\noutage: the inbox side FAILED: ${problems.join(', ')}`)
-process.exit(problems.length === 0 ? 0 : 1)
+let failed = false
+for (const figures of runs.filter((f) => f.mode !== 'handler')) {
+  const problems = outageProblems(figures)
+  if (problems.length === 0) continue
+  failed = true
+  console.error(`\noutage: the ${title[figures.mode]} side FAILED: ${problems.join(', ')}`)
+}
+process.exit(failed ? 1 : 0)

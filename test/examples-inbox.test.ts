@@ -1,6 +1,6 @@
 /**
  * The inbox examples run as a user runs them: `node server.mjs` (and `node worker.mjs`) in
- * examples/inbox-memory, inbox-redis and inbox-postgres, with REDIS_URL / DATABASE_URL pointing
+ * examples/inbox-memory, inbox-redis, inbox-postgres, inbox-bullmq and inbox-pg-boss, with REDIS_URL / DATABASE_URL pointing
  * at a real redis-server / Postgres started on 127.0.0.1, deliveries signed with
  * `svc-webhooks/testing`. Each: 202 once accepted, then the handler's line in the output, a
  * resend 200 duplicate and never run twice, SIGTERM exits 0, a busy port exits 1 with the reason.
@@ -211,5 +211,43 @@ describeWithPostgres('examples/inbox-postgres', () => {
 
   it('exits 1 saying the port is in use when it is', async () => {
     await busyPort('inbox-postgres', env())
+  })
+})
+
+describeWithRedis('examples/inbox-bullmq', () => {
+  let redis: RedisServer
+  const env = () => ({ REDIS_URL: redis.url })
+  beforeAll(async () => {
+    redis = await startRedisServer()
+  })
+  afterAll(async () => {
+    await redis?.stop()
+  })
+
+  it('server.mjs answers 202, its BullMQ Worker prints the handler line, a resend is 200 duplicate, SIGTERM exits 0', async () => {
+    await acceptProcessResendStop('inbox-bullmq', env())
+  })
+
+  it('exits 1 saying the port is in use when it is', async () => {
+    await busyPort('inbox-bullmq', env())
+  })
+})
+
+describeWithPostgres('examples/inbox-pg-boss', () => {
+  let postgres: PostgresServer
+  const env = () => ({ DATABASE_URL: postgres.url })
+  beforeAll(async () => {
+    postgres = await startPostgresServer()
+  })
+  afterAll(async () => {
+    await postgres?.stop()
+  })
+
+  it('server.mjs answers 202, boss.work prints the handler line, a resend is 200 duplicate, SIGTERM exits 0', async () => {
+    await acceptProcessResendStop('inbox-pg-boss', env())
+  })
+
+  it('exits 1 saying the port is in use when it is', async () => {
+    await busyPort('inbox-pg-boss', env())
   })
 })

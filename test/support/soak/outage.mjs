@@ -7,12 +7,17 @@
 // disabled after 20 consecutive failures: spec/service-api.md §6.3), the handler's database
 // down for 15 s of it, and every 50th delivery's handler taking 12 s.
 //
+// The same story runs on the job-queue engines users already run: BullMQ (mode 'bullmq', on the
+// same Redis setup) and pg-boss (mode 'pg-boss', on a Postgres of its own), each with its own
+// retry policy.
+//
 // `scale` compresses time: every duration is multiplied by it and the rate divided by it, so
 // `scale: 0.25` runs the same 800 deliveries through the same story 4x faster (the sender's
 // timeout, its backoff and the worker's retry delays shrink alike).
 import { fork } from 'node:child_process'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { startPostgresServer } from '../postgres-process.mjs'
 import { startRedisServer } from '../redis-process.mjs'
 import { sendAtRate } from './sender.mjs'
 
@@ -22,9 +27,11 @@ const SECRET = 'svc_whsec_outage'
 /** @param {number} ms */
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/** @typedef {'handler' | 'inbox' | 'bullmq' | 'pg-boss'} OutageMode */
+
 /**
  * @typedef {object} OutageOptions
- * @property {'handler' | 'inbox'} mode handler in the request, or `inbox: new RedisInbox(...)` and a worker
+ * @property {OutageMode} mode handler in the request, or `inbox: new RedisInbox(...)` and a worker, or BullMQ's or pg-boss's queue and worker
  * @property {number} [scale] time scale (0.25: four times faster). Default 1.
  * @property {number} [rate] deliveries per second, at scale 1. Default 20.
  * @property {number} [durationS] seconds of sending, at scale 1. Default 40.
@@ -32,13 +39,13 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
  * @property {number} [outageS] how long it stays down. Default 15.
  * @property {number} [slowEvery] every n-th delivery's handler is slow. Default 50.
  * @property {number} [slowS] how long that handler takes. Default 12.
- * @property {number} [workerConcurrency] the worker's `concurrency` (inbox mode). Default 16.
+ * @property {number} [workerConcurrency] the worker's `concurrency` (every mode but handler). Default 16.
  * @property {(line: string) => void} [log]
  */
 
 /**
  * @typedef {object} OutageFigures
- * @property {'handler' | 'inbox'} mode
+ * @property {OutageMode} mode
  * @property {number} scale
  * @property {number} deliveries
  * @property {number} delivered answered 2xx
@@ -59,7 +66,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
  * @property {boolean} drained every handler had finished (and, with the inbox, the inbox was empty) in time
  * @property {number} drainS seconds after the last send until then, at scale 1
  * @property {Record<string, number>} answers the receiver's outcomes
- * @property {Record<string, number>} workerOutcomes the worker's outcomes (inbox mode)
+ * @property {Record<string, number>} workerOutcomes the worker's outcomes (every mode but handler)
  * @property {number} elapsedMs wall time of the run
  */
 
@@ -119,11 +126,13 @@ export async function runOutage({ mode, scale = 1, rate = 20, durationS = 40, ou
   if (!(scale > 0)) throw new TypeError('scale must be a positive number')
   const started = Date.now()
   const ms = (/** @type {number} */ seconds) => Math.round(seconds * 1000 * scale)
-  const redis = mode === 'inbox' ? await startRedisServer({ persist: true }) : undefined
+  const redis = mode === 'inbox' || mode === 'bullmq' ? await startRedisServer({ persist: true }) : undefined
+  const postgres = mode === 'pg-boss' ? await startPostgresServer() : undefined
   const app = startApp({
     OUTAGE_MODE: mode,
     OUTAGE_SECRET: SECRET,
     OUTAGE_REDIS_URL: redis?.url ?? '',
+    OUTAGE_POSTGRES_URL: postgres?.url ?? '',
     OUTAGE_SLOW_EVERY: String(slowEvery),
     OUTAGE_SLOW_MS: String(ms(slowS)),
     // The worker's defaults, on the same time scale: retries from 1 s, a 60 s lease, polls every 0.5 s.
@@ -199,6 +208,7 @@ export async function runOutage({ mode, scale = 1, rate = 20, durationS = 40, ou
     for (const timer of timers) clearTimeout(timer)
     await app.kill()
     await redis?.stop()
+    await postgres?.stop()
   }
 }
 
