@@ -7,6 +7,7 @@
  *   constant-time compare and JSON.parse, the HMAC in the cheapest way known (bench/floor.mjs).
  * - `webhooks`: the package's entry for that server, with a MemoryStore and an empty handler.
  * - `forged`: the same entry (its default log on stderr), for the forged deliveries bench/http.mjs sends it.
+ * - `telemetry`: the same entry with `telemetry: openTelemetry()` over a recording SDK.
  * Servers: express, hono (@hono/node-server), fastify, node (node:http), and fetch (Bun.serve or
  * Deno.serve, when this file runs under Bun or Deno).
  */
@@ -21,8 +22,26 @@ const [server, mode] = args
 const checkHmac = hmacFloor(SECRET)
 const on = { 'message.received': () => {} }
 const OK = '{"ok":true}'
-// The package's entry, whether it is sent genuine deliveries or forged ones.
-const receiving = mode === 'webhooks' || mode === 'forged'
+// The package's entry, whether it is sent genuine deliveries or forged ones, with or without telemetry.
+const receiving = mode === 'webhooks' || mode === 'forged' || mode === 'telemetry'
+
+/**
+ * The `telemetry` mode's option: `openTelemetry()` over a recording SDK (every span sampled and
+ * batched to an exporter that drops them; every metric aggregated), the cost a production app pays.
+ */
+async function extra() {
+  if (mode !== 'telemetry') return {}
+  const { BasicTracerProvider, BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base')
+  const { MeterProvider, MetricReader } = await import('@opentelemetry/sdk-metrics')
+  const { openTelemetry } = await import('svc-webhooks/opentelemetry')
+  const drop = { export: (_spans, done) => done({ code: 0 }), shutdown: async () => {} }
+  const tracerProvider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(drop)] })
+  class Reader extends MetricReader {
+    async onShutdown() {}
+    async onForceFlush() {}
+  }
+  return { telemetry: openTelemetry({ tracerProvider, meterProvider: new MeterProvider({ readers: [new Reader()] }) }) }
+}
 
 /** The floor's work on a body and its headers (a `get(name)` function): throws when it fails. */
 function floor(body, get) {
@@ -61,7 +80,7 @@ async function start() {
       })
     } else {
       const { webhooks } = await import('svc-webhooks/express')
-      app.post(PATH, webhooks({ secret: SECRET, on }))
+      app.post(PATH, webhooks({ secret: SECRET, on, ...(await extra()) }))
     }
     return listenNode(app)
   }
@@ -77,7 +96,7 @@ async function start() {
       })
     } else {
       const { webhooks } = await import('svc-webhooks/hono')
-      app.post(PATH, webhooks({ secret: SECRET, on }))
+      app.post(PATH, webhooks({ secret: SECRET, on, ...(await extra()) }))
     }
     return new Promise((resolve) => serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => resolve(info.port)))
   }
@@ -86,7 +105,7 @@ async function start() {
     const app = Fastify()
     if (receiving) {
       const { webhooksPlugin } = await import('svc-webhooks/fastify')
-      await app.register(webhooksPlugin, { path: PATH, secret: SECRET, on })
+      await app.register(webhooksPlugin, { path: PATH, secret: SECRET, on, ...(await extra()) })
     } else {
       app.removeAllContentTypeParsers()
       app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body))
@@ -101,7 +120,7 @@ async function start() {
   if (server === 'node') {
     if (receiving) {
       const { createNodeHandler } = await import('svc-webhooks/node')
-      return listenNode(createNodeHandler({ secret: SECRET, on }))
+      return listenNode(createNodeHandler({ secret: SECRET, on, ...(await extra()) }))
     }
     return listenNode(async (req, res) => {
       const body = await readNode(req)
@@ -113,7 +132,7 @@ async function start() {
     let fetch
     if (receiving) {
       const { createFetchHandler } = await import('svc-webhooks/fetch')
-      fetch = createFetchHandler({ secret: SECRET, on })
+      fetch = createFetchHandler({ secret: SECRET, on, ...(await extra()) })
     } else {
       fetch = async (request) => {
         const body = new Uint8Array(await request.arrayBuffer())

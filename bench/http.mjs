@@ -9,11 +9,14 @@
  * - webhooks: the package's entry for that server (verify, MemoryStore claim/complete, handler, answer);
  * - forged: the same entry, default log on, sent forged deliveries (well-formed and fresh, signed
  *   with a secret it does not hold): every one refused 401, as a flood from anyone on the
- *   internet would be.
+ *   internet would be;
+ * - telemetry: the webhooks entry with `telemetry: openTelemetry()` over a recording SDK (spans
+ *   batched to an exporter that drops them, metrics aggregated).
  * Every request is a distinct delivery, signed as it is sent (fresh id and timestamp), so the
  * webhooks route claims, runs and completes every one, and no pool can run out however fast the
  * machine is. Targets: the receiver at >= 90 % of its floor route's requests/s, and refusing
- * forged deliveries at >= 95 % of the receiver's (refusing costs no more than accepting). Writes
+ * forged deliveries at >= 95 % of the receiver's (refusing costs no more than accepting), and the
+ * receiver with telemetry at >= 85 % of without. Writes
  * docs/benchmarks-http.json.
  *
  * Options: --duration 5 (seconds measured per case), --warmup 2, --rounds 2, --connections 16,
@@ -49,7 +52,7 @@ const SERVERS = [
   { name: 'bun', runtime: 'bun', server: 'fetch', label: 'Bun.serve, svc-webhooks/fetch' },
   { name: 'deno', runtime: 'deno', server: 'fetch', label: 'Deno.serve, svc-webhooks/fetch' },
 ]
-const MODES = ['bare', 'floor', 'webhooks', 'forged']
+const MODES = ['bare', 'floor', 'webhooks', 'forged', 'telemetry']
 
 const PIN = pinning()
 if (PIN === 'parent') process.exit(await rerunPinned())
@@ -202,23 +205,25 @@ async function main() {
   const cpuOf = (r) => (r.rounds.every((x) => x.cpuUsPerRequest !== undefined) ? median(r.rounds.map((x) => x.cpuUsPerRequest)) : undefined)
   const rows = results.map((r) => ({ ...r, rps: median(r.rounds.map((x) => x.rps)), p99: median(r.rounds.map((x) => x.p99)), cpuUsPerRequest: cpuOf(r) }))
   const lines = [
-    '| server | bare req/s | floor req/s | receiver req/s | receiver vs floor | receiver p99 | server CPU µs/req: floor, receiver (ratio) | refusing forged req/s | refusing vs receiver | refusing CPU µs/req |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| server | bare req/s | floor req/s | receiver req/s | receiver vs floor | receiver p99 | server CPU µs/req: floor, receiver (ratio) | refusing forged req/s | refusing vs receiver | refusing CPU µs/req | with telemetry req/s | telemetry vs receiver |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ]
   const misses = []
   const fmt = (n) => Math.round(n).toLocaleString('en-US')
   for (const s of servers) {
-    const [bare, floorRow, receiver, forged] = MODES.map((mode) => rows.find((r) => r.name === s.name && r.mode === mode))
+    const [bare, floorRow, receiver, forged, traced] = MODES.map((mode) => rows.find((r) => r.name === s.name && r.mode === mode))
     // The ratio of each round (receiver and floor measured minutes apart at most), then the median.
     const share = median(receiver.rounds.map((x, i) => x.rps / floorRow.rounds[i].rps))
     if (share < 0.9) misses.push(`${s.label}: ${(share * 100).toFixed(1)} % of the floor route (target >= 90 %)`)
     const refusing = median(forged.rounds.map((x, i) => x.rps / receiver.rounds[i].rps))
     if (refusing < 0.95) misses.push(`${s.label}: refusing forged deliveries at ${(refusing * 100).toFixed(1)} % of the receiver's rate (target >= 95 %)`)
+    const tracing = median(traced.rounds.map((x, i) => x.rps / receiver.rounds[i].rps))
+    if (tracing < 0.85) misses.push(`${s.label}: with a recording OpenTelemetry SDK at ${(tracing * 100).toFixed(1)} % of the receiver's rate (target >= 85 %)`)
     const cpu =
       floorRow.cpuUsPerRequest === undefined || receiver.cpuUsPerRequest === undefined
         ? 'n/a'
         : `${floorRow.cpuUsPerRequest.toFixed(1)}, ${receiver.cpuUsPerRequest.toFixed(1)} (${(receiver.cpuUsPerRequest / floorRow.cpuUsPerRequest).toFixed(2)}×)`
-    lines.push(`| ${s.label} | ${fmt(bare.rps)} | ${fmt(floorRow.rps)} | ${fmt(receiver.rps)} | ${(share * 100).toFixed(1)} % | ${receiver.p99} ms | ${cpu} | ${fmt(forged.rps)} | ${(refusing * 100).toFixed(1)} % | ${forged.cpuUsPerRequest === undefined ? 'n/a' : forged.cpuUsPerRequest.toFixed(1)} |`)
+    lines.push(`| ${s.label} | ${fmt(bare.rps)} | ${fmt(floorRow.rps)} | ${fmt(receiver.rps)} | ${(share * 100).toFixed(1)} % | ${receiver.p99} ms | ${cpu} | ${fmt(forged.rps)} | ${(refusing * 100).toFixed(1)} % | ${forged.cpuUsPerRequest === undefined ? 'n/a' : forged.cpuUsPerRequest.toFixed(1)} | ${fmt(traced.rps)} | ${(tracing * 100).toFixed(1)} % |`)
   }
   const table = lines.join('\n')
   const machine = { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, node: process.versions.node, pinned: PIN === 'server' ? 'load generator on core 0, server on core 1' : 'not pinned' }

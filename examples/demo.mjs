@@ -62,7 +62,7 @@ for (const [i, row] of table.entries()) {
 }
 console.log('\nThe sender retries 5xx and 429; 2xx is delivered; any other 4xx is a permanent refusal.')
 console.log(`\nThe handler ran ${handled.length === 1 ? 'once' : `${handled.length} times`}:\n${handled.map((line) => `  ${line}`).join('\n')}`)
-console.log(`\nThe receiver's log (one line per refusal, never the body or the secret):\n${logged.map((line) => `  ${line}`).join('\n')}`)
+console.log(`\nThe receiver's log (the first refusal of each code; repeats within 10 s are counted into one summary line; never the body or the secret):\n${logged.map((line) => `  ${line}`).join('\n')}`)
 
 server.closeAllConnections()
 server.close()

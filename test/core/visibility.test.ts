@@ -134,7 +134,7 @@ describe('one line per refused or failed delivery', () => {
     expect((await unrecorded.r.handle(await delivery({ id: 'evt-unrecorded' }))).status).toBe(200)
     expect(unrecorded.lines).toEqual([
       'svc-webhooks: 200 processed (delivery evt-unrecorded), but: the store did not record it, so a retry may run it again ' +
-        '(Error WRONGTYPE; its message is left to onResult, as it may quote the delivery)',
+        '(Error (WRONGTYPE); its message is left to onResult, as it may quote the delivery)',
     ])
     // The lease ran out while the handler ran: our own message, as is.
     const outlasted = receiver({ store: storeWhose(async () => false) })
