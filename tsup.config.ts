@@ -16,6 +16,7 @@ const optional = Object.fromEntries(
     opentelemetry: 'src/opentelemetry.ts',
     bullmq: 'src/engines/bullmq.ts',
     'pg-boss': 'src/engines/pg-boss.ts',
+    service: 'src/service/index.ts',
     cli: 'src/cli/index.ts',
   }).filter(([, file]) => existsSync(file)),
 )

@@ -1,0 +1,13 @@
+/**
+ * svc-webhooks/service: the service's own webhook-endpoint API (spec/service-api.md §4.1) and the
+ * endpoint's life around the receiver: the client, secret rotation and registration without a
+ * permanent refusal, and the watch that re-enables a disabled endpoint.
+ */
+export type {
+  CreateEndpointInput,
+  ServiceClient,
+  UpdateEndpointInput,
+  ValidationIssue,
+  WebhookEndpoint,
+} from './types.js'
+export type { SecretSource, SecretState } from '../secret-source.js'
