@@ -19,6 +19,8 @@ import type { WebhookInbox, WebhookInboxProducer } from './inbox/inbox.js'
 import { createLogWindow, printable } from './log-window.js'
 import type { WebhookTelemetry } from './telemetry.js'
 import { AnswerCounter, callHook, ownError, resolveLog, resultLine, seenBySender, startupWarnings, type ReceiverStats, type WebhookLog } from './visibility.js'
+import type { EndpointWatcher } from './service/watch.js'
+import { verifySignature } from './verify.js'
 
 export type { WebhookAnswerCode, WebhookOutcome, WebhookResponse } from './answers.js'
 export type { WebhookTransport } from './transport.js'
@@ -122,6 +124,15 @@ export interface WebhookReceiverOptions<R = any> extends VerifyOptions<R> {
    * @default none (nothing is called)
    */
   telemetry?: WebhookTelemetry
+  /**
+   * Watch the endpoint through the service's API: `endpointWatcher({ service, endpointId,
+   * reenable })` from svc-webhooks/service. It warns as the service's failure count climbs, says
+   * why it was disabled, and with `reenable: true` enables it again once this receiver is ready
+   * (its store or inbox answers, its secret reads, a signed probe passes its verification). Its
+   * view is `stats().endpoint`; `close()` stops it.
+   * @default none (no call to the service)
+   */
+  watch?: EndpointWatcher
 }
 
 /** A request as the receiver sees it. `method`, when given, must be POST. */
@@ -152,6 +163,8 @@ export interface WebhookReceiver<R = any> {
   readonly options: Readonly<WebhookReceiverOptions<R>>
   /** Answers by outcome, the failing streak, and the inbox's figures: for a health endpoint. */
   stats(): Promise<ReceiverStats>
+  /** Stops the endpoint watch (`watch`), if any; its timer is unref'd, so it never keeps a process up anyway. */
+  close(): void
 }
 
 
@@ -273,6 +286,13 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
   }
   if (telemetry !== undefined && (typeof telemetry?.receive !== 'function' || typeof telemetry.process !== 'function')) {
     throw new TypeError('svc-webhooks: `telemetry` must be a WebhookTelemetry, e.g. openTelemetry() from svc-webhooks/opentelemetry.')
+  }
+  const { watch } = options
+  if (watch !== undefined && (typeof watch?.start !== 'function' || typeof options.secret === 'function')) {
+    throw new TypeError(
+      'svc-webhooks: `watch` must be endpointWatcher({ service, endpointId }) from svc-webhooks/service, on a receiver of one endpoint ' +
+        '(with a `secret` function, call watchEndpoint per endpoint).',
+    )
   }
   const counter = new AnswerCounter(log)
   const ignoredTypes = new Set<string>()
@@ -495,14 +515,17 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     // A push queue (Cloudflare Queues) cannot be counted from inside: no figures then.
     const counted = inbox as Partial<WebhookInbox> | undefined
     if (typeof counted?.stats === 'function') stats.inbox = await counted.stats()
+    if (watching) stats.endpoint = watching.view()
     return stats
   }
+  const watching = watch?.start({ secret: options.secret, verify: (input) => verifySignature(input, options), now, store, inbox: inbox as Partial<WebhookInbox> | undefined }, log)
   telemetry?.observe?.('receiver', stats)
 
   return {
     options,
     receive,
     stats,
+    close: () => watching?.stop(),
     handle(request) {
       const method = request?.method
       let bytes: Uint8Array

@@ -13,6 +13,7 @@ import { KNOWN_EVENT_TYPES } from './events.js'
 import type { InboxStats } from './inbox/inbox.js'
 import { createLogWindow, errorLabel, printable } from './log-window.js'
 import { SECRET_PREFIX } from './options.js'
+import type { EndpointWatchView } from './service/watch.js'
 
 /**
  * Calls a user's hook (`onResult`), sync or async: a throw or a rejection is swallowed, so a
@@ -51,6 +52,8 @@ export interface ReceiverStats {
   lastFailure?: { status: number; code: string; at: number }
   /** The inbox's depth, oldest age, retrying and dead, when there is an inbox. */
   inbox?: InboxStats
+  /** The service's view of the endpoint, when the receiver watches it (`watch`). */
+  endpoint?: EndpointWatchView
 }
 
 /** The sender disables an endpoint after this many consecutive failures (spec §6.3). */

@@ -23,6 +23,7 @@ import type { WebhookTelemetry } from '../telemetry.js'
 import { DEFAULT_INBOX_RETENTION_MS, isInboxError, type InboxEntry, type WebhookInbox } from './inbox.js'
 import { processDelivery, type InboxWorkerResult, type ProcessPolicy } from './process.js'
 import { errorLabel, printable } from '../log-window.js'
+import type { EndpointWatch, EndpointWatcher, EndpointWatchView } from '../service/watch.js'
 
 export { retryDelay, type InboxWorkerResult } from './process.js'
 
@@ -116,6 +117,14 @@ export interface InboxWorkerOptions {
    * @default Date.now
    */
   now?: () => number
+  /**
+   * Watch the endpoint through the service's API while the worker runs: `endpointWatcher({
+   * service, endpointId, reenable })` from svc-webhooks/service; with `reenable: true` it is
+   * enabled again once the inbox (and `store`) answers. Prefer the receiver's own `watch`, whose
+   * readiness also checks the secret.
+   * @default none (no call to the service)
+   */
+  watch?: EndpointWatcher
 }
 
 /** A running worker. */
@@ -131,6 +140,8 @@ export interface InboxWorker {
   stop(timeoutMs?: number): Promise<void>
   /** Deliveries being processed now. */
   readonly active: number
+  /** The service's view of the endpoint while the worker runs with `watch`. */
+  readonly endpoint: EndpointWatchView | undefined
 }
 
 const DEFAULTS = {
@@ -301,6 +312,10 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
   if (telemetry !== undefined && (typeof telemetry?.receive !== 'function' || typeof telemetry.process !== 'function')) {
     throw new TypeError('svc-webhooks: createInboxWorker `telemetry` must be a WebhookTelemetry, e.g. openTelemetry() from svc-webhooks/opentelemetry.')
   }
+  if (options.watch !== undefined && typeof options.watch?.start !== 'function') {
+    throw new TypeError('svc-webhooks: createInboxWorker `watch` must be endpointWatcher({ service, endpointId }) from svc-webhooks/service.')
+  }
+  let watching: EndpointWatch | undefined
   /** Every line of the worker goes out here, and only here. */
   const lines = lineSink(options.log, 'inbox worker', now)
   const inboxError = (error: unknown): void => callHook(onError, error)
@@ -457,9 +472,11 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
       started = true
       running = true
       loop = run()
+      if (options.watch) watching = options.watch.start({ inbox, ...(store && { store }) }, lines.once)
     },
     async stop(timeoutMs = settings.visibilityTimeoutMs) {
       running = false
+      watching?.stop()
       wake?.()
       let timer: ReturnType<typeof setTimeout> | undefined
       let timedOut = false
@@ -475,6 +492,9 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
     },
     get active() {
       return active.size
+    },
+    get endpoint() {
+      return watching?.view()
     },
   }
 }

@@ -11,3 +11,22 @@ export type {
   WebhookEndpoint,
 } from './types.js'
 export type { SecretSource, SecretState } from '../secret-source.js'
+export {
+  EndpointLifecycleError,
+  finishEndpointRotation,
+  registerEndpoint,
+  rotateEndpointSecret,
+  type EndpointRotation,
+  type RegisterEndpointOptions,
+  type RotateEndpointSecretOptions,
+} from './rotate.js'
+export {
+  endpointWatcher,
+  watchEndpoint,
+  type EndpointWatch,
+  type EndpointWatcher,
+  type EndpointWatchOption,
+  type EndpointWatchView,
+  type WatchEndpointOptions,
+} from './watch.js'
+export type { ReadinessParts } from './readiness.js'

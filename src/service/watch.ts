@@ -1,0 +1,277 @@
+/**
+ * `watchEndpoint`: the service's own view of an endpoint (spec/service-api.md §2.1, §3.2), read
+ * at start and every interval, because the service counts failures the receiver never sees (a
+ * process that is down, timeouts, TLS) and disables the endpoint at 20 with no way back on its
+ * own. It warns as `consecutive_failures` climbs, says why when the endpoint is disabled, and can
+ * enable it again once the receiver is ready. `endpointWatcher` makes the receiver's and the
+ * inbox worker's `watch` option: the same watch, started by them with their own readiness
+ * (readiness.ts). It lives here, not in the core, so a receiver that does not watch pays nothing,
+ * not even bytes.
+ */
+import { errorLabel, printable } from '../log-window.js'
+import { resolveLog, type WebhookLog } from '../visibility.js'
+import { readinessOf, type ReadinessParts } from './readiness.js'
+import type { ServiceClient } from './types.js'
+
+/** What a watch knows of its endpoint: `stats().endpoint` of a receiver that watches. */
+export interface EndpointWatchView {
+  endpointId: string
+  /** As last read; undefined before the first answered read. */
+  enabled?: boolean
+  /** The service's streak of failed deliveries, as last read. */
+  consecutiveFailures?: number
+  /** The service's `last_error`, set when it disabled the endpoint. */
+  lastError?: string | null
+  /** When the service last answered a read, in milliseconds since the epoch. */
+  lastReadAt?: number
+  /** When this watch last enabled the endpoint again. */
+  reenabledAt?: number
+  /** Why the last read or re-enable failed (never the token), or why the receiver was not ready to be re-enabled. */
+  error?: string
+}
+
+/** Which endpoint to watch, and how: the options {@link watchEndpoint} and {@link endpointWatcher} share. */
+export interface EndpointWatchOption {
+  /** A client of the service's API: `createServiceClient(...)` from svc-webhooks/service. */
+  service: Pick<ServiceClient, 'endpoints'>
+  /** The endpoint this receiver serves. */
+  endpointId: string
+  /**
+   * Enable the endpoint again once it is disabled and this receiver is ready (its store or inbox
+   * answers, its secret reads, a signed probe passes its own verification).
+   * @default false
+   */
+  reenable?: boolean
+  /**
+   * How often the endpoint is read, in milliseconds.
+   * @default 60000
+   */
+  intervalMs?: number
+}
+
+/** Options of {@link watchEndpoint}. */
+export interface WatchEndpointOptions extends EndpointWatchOption {
+  /**
+   * Whether the receiver behind the endpoint is ready to take deliveries: checked before the
+   * endpoint is enabled again, and required with `reenable: true`, so a receiver that would refuse
+   * is never handed the deliveries. A throw or a rejection counts as not ready.
+   */
+  healthy?: () => boolean | Promise<boolean>
+  /**
+   * The `consecutive_failures` values warned about as the service's count climbs past them
+   * (once each, again after it falls back).
+   * @default [5, 10, 15]
+   */
+  warnAt?: readonly number[]
+  /**
+   * Where the watch's lines go: a function taking one line, or `false` for none.
+   * @default console.warn
+   */
+  log?: WebhookLog
+  /**
+   * The clock, in milliseconds since the epoch (tests).
+   * @default Date.now
+   */
+  now?: () => number
+}
+
+/** A running watch. */
+export interface EndpointWatch {
+  /** Stops reading: clears the timer; a read on its way is not acted on. */
+  stop(): void
+  /** A copy of what the watch knows now. */
+  view(): EndpointWatchView
+}
+
+/**
+ * The `watch` option of `createWebhookReceiver` and `createInboxWorker`, made by
+ * {@link endpointWatcher}: the receiver starts it when created, the worker in `start()`.
+ */
+export interface EndpointWatcher {
+  /** Starts the watch; `parts` are what the receiver's readiness is judged from. */
+  start(parts: ReadinessParts, log: ((line: string) => void) | undefined): EndpointWatch
+}
+
+/** Why a receiver is not ready (a short phrase), or undefined when it is. */
+export type Readiness = () => Promise<string | undefined>
+
+const DEFAULT_INTERVAL_MS = 60_000
+const DEFAULT_WARN_AT = [5, 10, 15]
+
+/** What an API error may say in a line: its name, status and code; the message is the service's text and stays out. */
+export function describeApiError(error: unknown): string {
+  const { status, code } = (error ?? {}) as { status?: unknown; code?: unknown }
+  return [errorLabel(error), typeof status === 'number' ? status : '', typeof code === 'string' ? printable(code) : ''].filter(Boolean).join(' ')
+}
+
+/** Checks the options every watch shares; throws a TypeError naming the one that is wrong. */
+function checkWatchOption(option: EndpointWatchOption, where: string): void {
+  if (typeof option !== 'object' || option === null) throw new TypeError(`svc-webhooks: ${where} \`watch\` must be { service, endpointId }.`)
+  if (typeof option.service?.endpoints?.list !== 'function' || typeof option.service.endpoints.enable !== 'function') {
+    throw new TypeError(`svc-webhooks: ${where} \`watch.service\` must be a service client: createServiceClient({ baseUrl, token, businessId }) from svc-webhooks/service.`)
+  }
+  if (typeof option.endpointId !== 'string' || option.endpointId.length === 0) throw new TypeError(`svc-webhooks: ${where} \`watch.endpointId\` must be the endpoint's id.`)
+  const { intervalMs } = option
+  if (intervalMs !== undefined && (typeof intervalMs !== 'number' || !Number.isFinite(intervalMs) || intervalMs <= 0)) {
+    throw new TypeError(`svc-webhooks: ${where} \`watch.intervalMs\` must be a positive number of milliseconds (default 60000).`)
+  }
+}
+
+/**
+ * Reads an endpoint at start and every `intervalMs`: warns as the service's
+ * `consecutive_failures` climbs past 5, 10 and 15, logs `last_error` once when the endpoint is
+ * disabled, and with `reenable: true` enables it again once `healthy()` resolves true. The timer
+ * is unref'd, so a watch never keeps a process up; `stop()` ends it.
+ *
+ * @example
+ * const watch = watchEndpoint({
+ *   service: createServiceClient({ baseUrl, token: process.env.SVC_API_TOKEN!, businessId }),
+ *   endpointId: process.env.SVC_ENDPOINT_ID!,
+ *   reenable: true,
+ *   healthy: async () => (await fetch('http://127.0.0.1:3000/ready')).ok,
+ * })
+ * app.get('/health', (_req, res) => res.json(watch.view()))
+ */
+export function watchEndpoint(options: WatchEndpointOptions): EndpointWatch {
+  checkWatchOption(options, 'watchEndpoint')
+  const { healthy } = options
+  if (healthy !== undefined && typeof healthy !== 'function') throw new TypeError('svc-webhooks: watchEndpoint `healthy` must be a function resolving true when the receiver is ready.')
+  if (options.reenable && !healthy) {
+    throw new TypeError('svc-webhooks: watchEndpoint `reenable: true` needs `healthy`, so a receiver that would refuse is never re-enabled (the receiver\'s own `watch` option supplies it).')
+  }
+  const warnAt = options.warnAt ?? DEFAULT_WARN_AT
+  if (!Array.isArray(warnAt) || warnAt.some((n) => !Number.isInteger(n) || n <= 0)) throw new TypeError('svc-webhooks: watchEndpoint `warnAt` must be positive whole numbers, e.g. [5, 10, 15].')
+  const readiness: Readiness | undefined = healthy && (async () => ((await healthy()) === true ? undefined : 'healthy() did not resolve true'))
+  return startWatch(options, readiness, resolveLog(options.log), warnAt, options.now)
+}
+
+/**
+ * The `watch` option of a receiver or an inbox worker: the receiver's own readiness decides the
+ * re-enable (its store or inbox answers, its secret reads, a probe signed with its current secret
+ * passes its own verification, never its handlers), its lines go to the receiver's `log`, and its
+ * view is `stats().endpoint` (the worker's `endpoint`). The receiver's `close()` and the worker's
+ * `stop()` end it; its timer is unref'd either way.
+ *
+ * @example
+ * const service = createServiceClient({ baseUrl, token: process.env.SVC_API_TOKEN!, businessId })
+ * createServer(createNodeHandler({
+ *   secret: source,
+ *   store: new RedisStore({ client: redis }),
+ *   on,
+ *   watch: endpointWatcher({ service, endpointId: process.env.SVC_ENDPOINT_ID!, reenable: true }),
+ * }))
+ */
+export function endpointWatcher(option: EndpointWatchOption & Pick<WatchEndpointOptions, 'warnAt' | 'now'>): EndpointWatcher {
+  checkWatchOption(option, 'endpointWatcher')
+  const { warnAt, now } = option
+  return { start: (parts, log) => startWatch(option, readinessOf(parts), log, warnAt, now) }
+}
+
+/** The watch itself, for {@link watchEndpoint} and {@link endpointWatcher}. */
+function startWatch(
+  option: EndpointWatchOption,
+  readiness: Readiness | undefined,
+  log: ((line: string) => void) | undefined,
+  warnAt: readonly number[] = DEFAULT_WARN_AT,
+  now: () => number = Date.now,
+): EndpointWatch {
+  const { service, endpointId, reenable = false, intervalMs = DEFAULT_INTERVAL_MS } = option
+  const say = (text: string): void => {
+    try {
+      log?.(`svc-webhooks: endpoint ${printable(endpointId)}: ${text}`)
+    } catch {
+      // A throwing log never stops the watch.
+    }
+  }
+  const view: EndpointWatchView = { endpointId }
+  /** The highest of `warnAt` already warned about in this climb. */
+  let warned = 0
+  let disabledSaid = false
+  let notReadySaid = false
+  let failing = false
+  let stopped = false
+  let timer: ReturnType<typeof setTimeout> | undefined
+
+  async function read(): Promise<void> {
+    let found
+    try {
+      found = (await service.endpoints.list()).find((e) => e.id === endpointId)
+      if (!found) throw Object.assign(new Error('not in the list'), { name: 'EndpointNotFound' })
+    } catch (error) {
+      if (stopped) return
+      view.error = error instanceof Error && error.name === 'EndpointNotFound' ? 'not in the service\'s list' : `reading it failed: ${describeApiError(error)}`
+      if (!failing) say(`${view.error} (deleted, or another business-id?); trying again every ${intervalMs / 1000} s.`)
+      failing = true
+      return
+    }
+    if (stopped) return
+    if (failing) say('the service answers again.')
+    failing = false
+    delete view.error
+    view.enabled = found.enabled
+    view.consecutiveFailures = found.consecutive_failures
+    view.lastError = found.last_error
+    view.lastReadAt = now()
+    const crossed = Math.max(0, ...warnAt.filter((n) => found.consecutive_failures >= n))
+    if (crossed > warned && found.enabled) {
+      say(
+        `the service counts ${found.consecutive_failures} consecutive failed deliveries; it disables the endpoint at 20 (spec §6.3). ` +
+          'It also counts failures this process never sees: other processes, timeouts, a process that is down.',
+      )
+    }
+    warned = found.enabled ? crossed : Math.max(warned, crossed)
+    if (found.enabled) {
+      disabledSaid = notReadySaid = false
+      return
+    }
+    if (!disabledSaid) {
+      disabledSaid = true
+      say(
+        `disabled by the service (last_error: ${found.last_error === null ? 'none' : printable(found.last_error, 200)}). It receives nothing until enabled again` +
+          (reenable ? '; it will be, once this receiver is ready.' : ': `watch: { reenable: true }`, or `svc-webhooks endpoints enable`.'),
+      )
+    }
+    if (!reenable) return
+    const why = await readiness!().catch((error: unknown) => `the readiness check threw (${errorLabel(error)})`)
+    if (stopped) return
+    if (why !== undefined) {
+      view.error = `not re-enabled: ${why}`
+      if (!notReadySaid) say(`not enabled again yet: this receiver is not ready (${why}). Checking every ${intervalMs / 1000} s.`)
+      notReadySaid = true
+      return
+    }
+    try {
+      const enabled = await service.endpoints.enable(endpointId)
+      view.enabled = enabled.enabled
+      view.consecutiveFailures = enabled.consecutive_failures
+      view.reenabledAt = now()
+      warned = 0
+      disabledSaid = notReadySaid = false
+      say(
+        'enabled again: this receiver is ready. Deliveries created while it was disabled are kept by the service but cannot be listed (§4.1): ' +
+          'resend them by id (`svc-webhooks endpoints resend`).',
+      )
+    } catch (error) {
+      view.error = `enabling it failed: ${describeApiError(error)}`
+      say(`${view.error}; trying again in ${intervalMs / 1000} s.`)
+    }
+  }
+
+  function tick(): void {
+    if (stopped) return
+    void read().finally(() => {
+      if (stopped) return
+      timer = setTimeout(tick, intervalMs)
+      ;(timer as { unref?: () => void }).unref?.()
+    })
+  }
+  tick()
+
+  return {
+    stop() {
+      stopped = true
+      clearTimeout(timer)
+    },
+    view: () => ({ ...view }),
+  }
+}
