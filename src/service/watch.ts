@@ -106,14 +106,14 @@ export function describeApiError(error: unknown): string {
 
 /** Checks the options every watch shares; throws a TypeError naming the one that is wrong. */
 function checkWatchOption(option: EndpointWatchOption, where: string): void {
-  if (typeof option !== 'object' || option === null) throw new TypeError(`svc-webhooks: ${where} \`watch\` must be { service, endpointId }.`)
+  if (typeof option !== 'object' || option === null) throw new TypeError(`svc-webhooks: ${where} takes { service, endpointId }.`)
   if (typeof option.service?.endpoints?.list !== 'function' || typeof option.service.endpoints.enable !== 'function') {
-    throw new TypeError(`svc-webhooks: ${where} \`watch.service\` must be a service client: createServiceClient({ baseUrl, token, businessId }) from svc-webhooks/service.`)
+    throw new TypeError(`svc-webhooks: ${where} \`service\` must be a service client: createServiceClient({ baseUrl, token, businessId }) from svc-webhooks/service.`)
   }
-  if (typeof option.endpointId !== 'string' || option.endpointId.length === 0) throw new TypeError(`svc-webhooks: ${where} \`watch.endpointId\` must be the endpoint's id.`)
+  if (typeof option.endpointId !== 'string' || option.endpointId.length === 0) throw new TypeError(`svc-webhooks: ${where} \`endpointId\` must be the endpoint's id.`)
   const { intervalMs } = option
   if (intervalMs !== undefined && (typeof intervalMs !== 'number' || !Number.isFinite(intervalMs) || intervalMs <= 0)) {
-    throw new TypeError(`svc-webhooks: ${where} \`watch.intervalMs\` must be a positive number of milliseconds (default 60000).`)
+    throw new TypeError(`svc-webhooks: ${where} \`intervalMs\` must be a positive number of milliseconds (default 60000).`)
   }
 }
 
