@@ -104,7 +104,7 @@ const children: ChildProcess[] = []
 const needs = (what: string) => wholeFiles.some((b) => b.code.includes(what))
 
 /** Links from this repository's node_modules that the snippets import (as `npm install <framework>` would add). */
-const LINKED = ['express', 'hono', '@hono/node-server', 'fastify', 'ioredis', 'redis', 'pg', 'next', '@types/node', '@types/express', '@types/pg', '@types/aws-lambda']
+const LINKED = ['express', 'hono', '@hono/node-server', 'fastify', 'koa', '@types/koa', 'ioredis', 'redis', 'pg', 'next', '@types/node', '@types/express', '@types/pg', '@types/aws-lambda']
 
 beforeAll(async () => {
   if (!readdirSync(join(root, 'dist')).includes('index.js')) throw new Error('dist/ is missing: run `npm run build` first')

@@ -30,7 +30,7 @@ interface Example {
 }
 
 const EXAMPLES: Example[] = [
-  ...['express', 'fastify', 'hono', 'node'].map((name) => ({ name, binary: process.execPath, args: [`examples/${name}/server.mjs`] })),
+  ...['express', 'fastify', 'hono', 'koa', 'node'].map((name) => ({ name, binary: process.execPath, args: [`examples/${name}/server.mjs`] })),
   { name: 'bun', binary: bun, args: [`--tsconfig-override=${bunTsconfig}`, 'examples/bun/server.ts'] },
   {
     name: 'deno',

@@ -151,11 +151,12 @@ function graph(entry: string): { files: Set<string>; bare: Set<string> } {
 }
 
 // bullmq and pg-boss too: their entries take the user's Queue and PgBoss by their methods and import neither.
-const FRAMEWORKS = ['express', 'hono', 'fastify', 'next', 'ioredis', 'redis', 'pg', '@hono/node-server', 'bullmq', 'pg-boss']
+const FRAMEWORKS = ['express', 'hono', 'fastify', 'koa', 'next', 'ioredis', 'redis', 'pg', '@hono/node-server', 'bullmq', 'pg-boss']
 const OWN: Record<string, string[]> = {
   express: ['express'],
   hono: ['hono'],
   fastify: ['fastify'],
+  koa: ['koa'],
   next: ['next'],
   redis: ['ioredis', 'redis'],
   postgres: ['pg'],

@@ -40,6 +40,8 @@ export interface CaseSend {
   method?: string
   /** Headers replacing the signed ones. */
   headers?: Readonly<Record<string, string>>
+  /** Signed headers left out of the request. */
+  omit?: readonly string[]
   /** `[from, to]`: the body sent differs from the body signed. */
   tamper?: readonly [string, string]
   /** Sent this many times at once, each copy signed afresh (as the sender's concurrent resends are). */
@@ -170,6 +172,10 @@ export const CASE_ROWS: readonly CaseRow[] = [
   { name: 'tampered body', delivery: { text: 'pay 10' }, sends: [{ tamper: ['pay 10', 'pay 99'], answer: 'invalid_signature' }], runs: 0 },
   { name: 'wrong secret', delivery: { text: 'hi', secret: 'svc_whsec_not-the-right-one' }, sends: [{ answer: 'invalid_signature' }], runs: 0 },
   { name: 'stale timestamp', delivery: { text: 'old', ageSeconds: 3600 }, sends: [{ answer: 'timestamp_too_old' }], runs: 0 },
+  { name: 'timestamp an hour ahead', delivery: { text: 'early', ageSeconds: -3600 }, sends: [{ answer: 'timestamp_in_future' }], runs: 0 },
+  { name: 'no delivery id', delivery: { text: 'noid' }, sends: [{ omit: ['svc-webhook-id'], answer: 'missing_id' }], runs: 0 },
+  { name: 'delivery id with a space', delivery: { text: 'badid' }, sends: [{ headers: { 'svc-webhook-id': 'two words' }, answer: 'invalid_id' }], runs: 0 },
+  { name: 'no timestamp', delivery: { text: 'nots' }, sends: [{ omit: ['svc-webhook-timestamp'], answer: 'missing_timestamp' }], runs: 0 },
   {
     name: 'malformed timestamp',
     delivery: { text: 'ts' },

@@ -60,7 +60,9 @@ function request(send: CaseSend, signed: SignedWebhook | undefined): CaseRequest
   if (send.method !== undefined && send.method !== 'POST') return { method: send.method, headers: {}, body: null, ...route }
   if (signed === undefined) throw new Error('a POST row needs a delivery')
   const body = send.tamper ? encoder.encode(signed.body.replace(send.tamper[0], send.tamper[1])) : signed.rawBody
-  return { method: 'POST', headers: { ...signed.headers, ...send.headers }, body, ...route }
+  const headers: Record<string, string> = { ...signed.headers, ...send.headers }
+  for (const name of send.omit ?? []) delete headers[name]
+  return { method: 'POST', headers, body, ...route }
 }
 
 function json(response: CaseResponse): unknown {
