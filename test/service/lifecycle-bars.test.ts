@@ -1,0 +1,284 @@
+/**
+ * The endpoint lifecycle's bars, end to end: the service emulator of svc-webhooks/testing (a
+ * sender that follows spec §6.1-6.3) delivering to real receiver processes
+ * (test/support/lifecycle/receiver.mjs: node:http, RedisStore and the secret on one real
+ * redis-server), through the service's API with createServiceClient.
+ *
+ * a. Rotation under load: three receivers behind one URL (a round-robin forwarder in this
+ *    process, as a load balancer spreads them), 20 deliveries/s, the secret rotated mid-run.
+ *    With RedisSecretSource + rotateEndpointSecret: no permanent 4xx to a genuine delivery, none
+ *    lost, none run twice, never disabled. Beside it, the baseline: the secret in the
+ *    environment, rotated, then a rolling restart with [new, old]; both counts are printed.
+ * b. A receiver down until the service disables the endpoint, back with `watch` (reenable): the
+ *    endpoint is enabled again, and every delivery held meanwhile, resent, runs once.
+ * c. Deliveries refused by a wrong secret, then `svc-webhooks endpoints resend --from-log`: each
+ *    runs once.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createServer, request as httpRequest, type Server } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, expect, it } from 'vitest'
+import { RedisSecretSource } from 'svc-webhooks/redis'
+import { createServiceClient, registerEndpoint, rotateEndpointSecret } from 'svc-webhooks/service'
+import { createServiceEmulator } from 'svc-webhooks/testing'
+import { freePort } from '../support/free-port.mjs'
+import { describeWithRedis, startRedisServer, type RedisServer } from '../support/redis-server.js'
+
+const ROOT = resolve(import.meta.dirname, '../..')
+const RECEIVER = join(ROOT, 'test/support/lifecycle/receiver.mjs')
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
+
+/** Polls `check` every 20 ms until it returns true, at most `timeoutMs`. */
+async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await sleep(20)
+  }
+}
+
+interface Receiver {
+  child: ChildProcess
+  port: number
+  stop(): Promise<void>
+}
+
+const children = new Set<ChildProcess>()
+
+async function startReceiver(env: Record<string, string>): Promise<Receiver> {
+  const child = spawn(process.execPath, [RECEIVER], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  children.add(child)
+  let output = ''
+  child.stderr!.on('data', (chunk) => (output += chunk))
+  const port = await new Promise<number>((done, fail) => {
+    child.stdout!.on('data', (chunk) => {
+      output += chunk
+      const match = /READY (\d+)/.exec(output)
+      if (match) done(Number(match[1]))
+    })
+    child.once('exit', (code) => fail(new Error(`receiver exited ${code}: ${output}`)))
+  })
+  return {
+    child,
+    port,
+    stop: () =>
+      new Promise((done) => {
+        if (child.exitCode !== null || child.signalCode !== null) return done()
+        child.once('exit', () => done())
+        child.kill('SIGKILL')
+      }),
+  }
+}
+
+/**
+ * A round-robin forwarder: one URL for the sender, each request to the next backend; a backend
+ * that refuses the connection (a process restarting) is skipped for the next, as a load
+ * balancer does. With none reachable: 502, which the sender retries.
+ */
+async function startForwarder(): Promise<{ url: string; backends: number[]; close(): Promise<void> }> {
+  const backends: number[] = []
+  let next = 0
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (chunk: Buffer) => chunks.push(chunk))
+    req.on('end', () => {
+      const body = Buffer.concat(chunks)
+      const attempt = (left: number): void => {
+        const port = backends[next++ % backends.length]!
+        const out = httpRequest({ host: '127.0.0.1', port, method: req.method, path: req.url, headers: req.headers, agent: false }, (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers)
+          answer.pipe(res)
+        })
+        out.on('error', () => (left > 1 ? attempt(left - 1) : res.writeHead(502).end()))
+        out.end(body)
+      }
+      attempt(backends.length)
+    })
+  })
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done))
+  const { port } = server.address() as { port: number }
+  return { url: `http://127.0.0.1:${port}/webhooks/svc`, backends, close: () => new Promise((done) => server.close(() => done())) }
+}
+
+describeWithRedis('endpoint lifecycle bars', () => {
+  let redis: RedisServer
+  let admin: Redis
+  const work = mkdtempSync(join(tmpdir(), 'svc-webhooks-lifecycle-'))
+  beforeAll(async () => {
+    redis = await startRedisServer()
+    admin = new Redis(redis.url)
+  })
+  afterAll(async () => {
+    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    admin?.disconnect()
+    await redis?.stop()
+    rmSync(work, { recursive: true, force: true })
+  })
+
+  /** Runs of each delivery, from the receivers' record. */
+  async function runs(): Promise<Map<string, number>> {
+    return new Map(Object.entries(await admin.hgetall('runs')).map(([id, n]) => [id, Number(n)]))
+  }
+
+  /**
+   * 20 deliveries/s for `seconds` through one endpoint, `midway` called halfway; then waits until
+   * the sender settled. Returns the figures of the run.
+   */
+  async function underLoad(emulator: Awaited<ReturnType<typeof createServiceEmulator>>, endpointId: string, seconds: number, midway: () => Promise<void>) {
+    await admin.del('runs')
+    const sent: string[] = []
+    const total = seconds * 20
+    let during: Promise<void> | undefined
+    const started = Date.now()
+    for (let i = 0; i < total; i++) {
+      const due = started + i * 50
+      if (Date.now() < due) await sleep(due - Date.now())
+      sent.push(await emulator.send(endpointId))
+      if (i === total / 2) during = midway()
+    }
+    await during
+    await emulator.settled()
+    const ran = await runs()
+    const deliveries = emulator.deliveries().filter((d: { id: string }) => sent.includes(d.id))
+    const permanent = deliveries.filter((d: { attempts: { status?: number }[] }) =>
+      d.attempts.some((a) => a.status !== undefined && a.status >= 400 && a.status < 500 && a.status !== 429),
+    ).length
+    return {
+      sent: sent.length,
+      permanent,
+      lost: sent.filter((id) => !ran.has(id)).length,
+      twice: sent.filter((id) => (ran.get(id) ?? 0) > 1).length,
+      enabled: emulator.endpoint(endpointId).enabled as boolean,
+    }
+  }
+
+  it('a: rotated under 20 deliveries/s across three processes: no permanent 4xx, none lost, none twice, never disabled (the baseline beside it)', async () => {
+    const emulator = await createServiceEmulator({ retry: { firstDelayMs: 100, maxDelayMs: 1_000, maxAttempts: 50 }, timeoutMs: 5_000 })
+    const service = createServiceClient({ baseUrl: emulator.baseUrl, token: emulator.token, businessId: emulator.businessId })
+    const forwarder = await startForwarder()
+    try {
+      // With a secret source: registered and rotated through it, no restart.
+      const source = new RedisSecretSource({ client: admin, key: 'bars:a:secret' })
+      const endpoint = await registerEndpoint({ service, url: forwarder.url, source, log: false })
+      const receivers = await Promise.all([0, 1, 2].map(() => startReceiver({ LC_REDIS_URL: redis.url, LC_SECRET_KEY: 'bars:a:secret' })))
+      forwarder.backends.push(...receivers.map((r) => r.port))
+      const withSource = await underLoad(emulator, endpoint.id, 6, async () => {
+        const rotation = await rotateEndpointSecret({ service, endpointId: endpoint.id, source, graceMs: 1_000, log: false })
+        await rotation.finished
+      })
+      await Promise.all(receivers.map((r) => r.stop()))
+      forwarder.backends.length = 0
+
+      // The baseline: the secret in the environment, rotated, then a rolling restart with [new, old].
+      const base = await service.endpoints.create({ label: 'baseline', url: forwarder.url, subscribed_events: [] })
+      let secrets = [base.signing_secret]
+      const env = () => ({ LC_REDIS_URL: redis.url, LC_SECRET: secrets.join(',') })
+      const rolling = await Promise.all([0, 1, 2].map(() => startReceiver(env())))
+      forwarder.backends.push(...rolling.map((r) => r.port))
+      const baseline = await underLoad(emulator, base.id, 6, async () => {
+        const rotated = await service.endpoints.rotateSecret(base.id)
+        secrets = [rotated.signing_secret, ...secrets]
+        for (let i = 0; i < rolling.length; i++) {
+          await rolling[i]!.stop()
+          rolling[i] = await startReceiver(env())
+          forwarder.backends[i] = rolling[i]!.port
+          await sleep(300)
+        }
+      })
+      await Promise.all(rolling.map((r) => r.stop()))
+
+      console.log(`lifecycle bar a (${withSource.sent} deliveries each): RedisSecretSource + rotateEndpointSecret ${JSON.stringify(withSource)}; environment secret + rolling restart ${JSON.stringify(baseline)}`)
+      expect(withSource).toEqual({ sent: 120, permanent: 0, lost: 0, twice: 0, enabled: true })
+      expect(baseline.sent).toBe(120)
+      expect(baseline.twice).toBe(0)
+    } finally {
+      await forwarder.close()
+      await emulator.close()
+    }
+  })
+
+  it('b: disabled while its receiver was down, enabled again by the watch; every held delivery resent runs once', async () => {
+    const emulator = await createServiceEmulator({ retry: { firstDelayMs: 20, maxDelayMs: 50, maxAttempts: 3 }, disableAfter: 5, timeoutMs: 2_000 })
+    const service = createServiceClient({ baseUrl: emulator.baseUrl, token: emulator.token, businessId: emulator.businessId })
+    await admin.del('runs')
+    const port = await freePort()
+    const source = new RedisSecretSource({ client: admin, key: 'bars:b:secret' })
+    const endpoint = await registerEndpoint({ service, url: `http://127.0.0.1:${port}/webhooks/svc`, source, log: false })
+    const env = { LC_REDIS_URL: redis.url, LC_SECRET_KEY: 'bars:b:secret', LC_PORT: String(port) }
+    try {
+      let receiver = await startReceiver(env)
+      const before = [await emulator.send(endpoint.id), await emulator.send(endpoint.id)]
+      await emulator.settled()
+      await receiver.stop()
+      const whileDown: string[] = []
+      for (let i = 0; i < 20 && emulator.endpoint(endpoint.id).enabled; i++) {
+        whileDown.push(await emulator.send(endpoint.id))
+        await emulator.settled()
+      }
+      expect(emulator.endpoint(endpoint.id).enabled).toBe(false)
+      for (let i = 0; i < 5; i++) whileDown.push(await emulator.send(endpoint.id))
+      await emulator.settled()
+
+      receiver = await startReceiver({
+        ...env,
+        LC_WATCH: JSON.stringify({ baseUrl: emulator.baseUrl, token: emulator.token, businessId: emulator.businessId, endpointId: endpoint.id, intervalMs: 500 }),
+      })
+      await until(() => emulator.endpoint(endpoint.id).enabled === true, 'the watch to enable the endpoint again')
+
+      // The ids the service's dashboard shows: the deliveries that never got a 2xx.
+      const undelivered = emulator.deliveries().filter((d: { id: string; state: string }) => d.state !== 'delivered').map((d: { id: string }) => d.id)
+      expect(undelivered.length).toBeGreaterThan(5)
+      for (const id of undelivered) await service.deliveries.resend(id)
+      await emulator.settled()
+      const ran = await runs()
+      for (const id of [...before, ...whileDown]) expect(ran.get(id), `delivery ${id}`).toBe(1)
+      await receiver.stop()
+    } finally {
+      await emulator.close()
+    }
+  })
+
+  it('c: refused for a while by a wrong secret, then `svc-webhooks endpoints resend --from-log`: every one runs once', async () => {
+    const emulator = await createServiceEmulator({ retry: { firstDelayMs: 20, maxDelayMs: 50, maxAttempts: 3 }, timeoutMs: 2_000 })
+    const service = createServiceClient({ baseUrl: emulator.baseUrl, token: emulator.token, businessId: emulator.businessId })
+    await admin.del('runs')
+    const logFile = join(work, 'receiver.log')
+    const source = new RedisSecretSource({ client: admin, key: 'bars:c:secret' })
+    const forwarder = await startForwarder()
+    try {
+      const endpoint = await registerEndpoint({ service, url: forwarder.url, source, log: false })
+      const right = (await source.read()).secrets
+      await source.write({ secrets: ['svc_whsec_a_wrong_secret_deployed'] })
+      const receiver = await startReceiver({ LC_REDIS_URL: redis.url, LC_SECRET_KEY: 'bars:c:secret', LC_LOG_FILE: logFile })
+      forwarder.backends.push(receiver.port)
+      const refused: string[] = []
+      for (let i = 0; i < 40; i++) {
+        refused.push(await emulator.send(endpoint.id))
+        await sleep(25)
+      }
+      await emulator.settled()
+      expect((await runs()).size).toBe(0)
+      await source.write({ secrets: right })
+
+      const cli = spawn(process.execPath, [join(ROOT, 'dist/cli.js'), 'endpoints', 'resend', '--from-log', logFile], {
+        env: { PATH: process.env.PATH ?? '', SVC_API_URL: emulator.baseUrl, SVC_API_TOKEN: emulator.token, SVC_BUSINESS_ID: emulator.businessId },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      let output = ''
+      cli.stdout!.on('data', (chunk) => (output += chunk))
+      cli.stderr!.on('data', (chunk) => (output += chunk))
+      const code = await new Promise((done) => cli.once('exit', done))
+      expect(code, output).toBe(0)
+      await emulator.settled()
+      const ran = await runs()
+      for (const id of refused) expect(ran.get(id), `delivery ${id} (log: ${readFileSync(logFile, 'utf8').length} bytes)`).toBe(1)
+      await receiver.stop()
+    } finally {
+      await forwarder.close()
+      await emulator.close()
+    }
+  })
+})
