@@ -11,3 +11,11 @@ export type {
   WebhookEndpoint,
 } from './types.js'
 export type { SecretSource, SecretState } from '../secret-source.js'
+export {
+  createServiceClient,
+  isServiceApiError,
+  ServiceApiError,
+  type ServiceApiErrorCode,
+  type ServiceAttempt,
+  type ServiceClientOptions,
+} from './client.js'
