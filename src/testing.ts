@@ -2,11 +2,20 @@
  * `svc-webhooks/testing`: what a user needs to test their own receiver. Signs deliveries exactly
  * as the service does (spec/service-api.md §6.1-6.2: sorted keys, no whitespace, fresh timestamp,
  * v2 and v1 signatures), builds them as Fetch `Request`s, fixes the clock, and provides sample
- * events. Runtime-neutral: no `node:` import, so it runs in Workers and Edge tests too.
+ * events. Runtime-neutral: no `node:` import, so it runs in Workers and Edge tests too. Also the
+ * service emulator (service/emulator.ts), which imports `node:http` only when it is started.
  */
 import { hmacHex, importSecret } from '#crypto'
 import type { MessageReceivedEvent, WebhookEventMap } from './events.js'
 import { HEADER_EVENT, HEADER_ID, HEADER_SIGNATURE_V1, HEADER_SIGNATURE_V2, HEADER_TIMESTAMP } from './headers.js'
+
+export {
+  createServiceEmulator,
+  type EmulatedAttempt,
+  type EmulatedDelivery,
+  type ServiceEmulator,
+  type ServiceEmulatorOptions,
+} from './service/emulator.js'
 
 /** Options of {@link signWebhook}. Give `event` (serialized like the service) or the exact `body`. */
 export interface SignWebhookOptions {

@@ -58,7 +58,7 @@ export interface CommandDefinition<F extends Flags = Flags> {
   summary: string
   /** What follows `svc-webhooks <name>` on each usage line, e.g. `<url> [options]`. */
   usage: string[]
-  /** The positional arguments, in order, as named in `usage`. */
+  /** The positional arguments, in order, as named in `usage`; a last one ending in `...` takes any number. */
   positionals?: string[]
   description: string
   flags: F
@@ -111,9 +111,11 @@ function parse<F extends Flags>({ name, flags, positionals: allowed = [] }: Comm
   if (tokens.some((t) => t.kind === 'option' && t.name === 'help')) return 'help'
   const where = `for \`svc-webhooks ${name}\``
   let positionals = 0
+  // A last positional named `<id>...` takes any number of values.
+  const variadic = allowed.at(-1)?.endsWith('...') === true
   for (const token of tokens) {
     let problem: string | undefined
-    if (token.kind === 'positional' && ++positionals > allowed.length) {
+    if (token.kind === 'positional' && ++positionals > allowed.length && !variadic) {
       problem = `unexpected argument ${quoted(token.value)} ${where} (it takes ${allowed.length === 0 ? 'none' : allowed.join(' ')})`
     } else if (token.kind === 'option') {
       const flag = Object.hasOwn(flags, token.name) ? flags[token.name] : undefined

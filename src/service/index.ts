@@ -12,6 +12,14 @@ export type {
 } from './types.js'
 export type { SecretSource, SecretState } from '../secret-source.js'
 export {
+  createServiceClient,
+  isServiceApiError,
+  ServiceApiError,
+  type ServiceApiErrorCode,
+  type ServiceAttempt,
+  type ServiceClientOptions,
+} from './client.js'
+export {
   EndpointLifecycleError,
   finishEndpointRotation,
   registerEndpoint,

@@ -1,0 +1,503 @@
+/**
+ * `svc-webhooks endpoints <action>`: the service's webhook-endpoint API (spec/service-api.md
+ * §4.1) from the command line, through `createServiceClient`: list, create, update, enable,
+ * disable, delete, rotate, resend (by id, or every refused delivery named in a log) and status.
+ * The service is found from $SVC_API_URL, $SVC_API_TOKEN and $SVC_BUSINESS_ID; the token is read
+ * from the environment only and never printed, not even with --verbose. A new signing secret is
+ * shown once, or written to a file (mode 0600) instead.
+ */
+import { accessSync, constants, renameSync, statSync, writeFileSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
+import { createServiceClient, isServiceApiError } from '../service/client.js'
+import type { ServiceClient, WebhookEndpoint } from '../service/types.js'
+import { defineCommand, EXIT, httpUrl, readText, UsageError, type Command, type Flag, type Io, type Values } from './command.js'
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+const SERVICE_FLAGS = {
+  'api-url': { type: 'string', value: 'URL', section: 'Service', help: "the service's base URL (default $SVC_API_URL); /api/v1 is added" },
+  'business-id': { type: 'string', value: 'UUID', section: 'Service', help: 'the business to act for (default $SVC_BUSINESS_ID)' },
+  json: { type: 'boolean', section: 'Output', help: 'print the answer as JSON' },
+  verbose: { type: 'boolean', section: 'Output', help: 'print each HTTP call to stderr (method, path, status, time; never the token)' },
+} satisfies Record<string, Flag>
+
+const SECRET_FILE_FLAG = {
+  'write-secret-file': {
+    type: 'string',
+    value: 'PATH',
+    help: 'write the new signing secret to PATH (mode 0600, replaced atomically)\ninstead of printing it',
+  },
+} satisfies Record<string, Flag>
+
+const EXIT_CODES = '0 done, 1 the service refused the call or did not answer, 2 usage error (a flag, or $SVC_API_URL, $SVC_API_TOKEN or $SVC_BUSINESS_ID missing).'
+const TOKEN_NOTE = 'The token is read from $SVC_API_TOKEN only (a personal access token, svc_pat_...) and never printed.'
+
+type ServiceValues = Values<typeof SERVICE_FLAGS>
+
+/** The client for the service the flags and environment name; a missing setting is a usage error. */
+function service(values: ServiceValues, io: Io): ServiceClient {
+  const baseUrl = values['api-url'] ?? io.env.SVC_API_URL
+  if (baseUrl === undefined || baseUrl === '') throw new UsageError("no service URL: set SVC_API_URL to the service's base URL, or pass --api-url URL.")
+  httpUrl(baseUrl, values['api-url'] === undefined ? '$SVC_API_URL' : '--api-url')
+  const token = io.env.SVC_API_TOKEN
+  if (token === undefined || token === '') throw new UsageError('no token: set SVC_API_TOKEN to a personal access token (svc_pat_..., from the dashboard). It is read from the environment only.')
+  const businessId = values['business-id'] ?? io.env.SVC_BUSINESS_ID
+  if (businessId === undefined || businessId === '') throw new UsageError('no business: set SVC_BUSINESS_ID to the business UUID, or pass --business-id UUID.')
+  try {
+    return createServiceClient({
+      baseUrl,
+      token,
+      businessId,
+      onAttempt: values.verbose
+        ? (a) => io.err(`> ${a.method} ${a.path} (attempt ${a.attempt}): ${a.status ?? a.error} in ${a.ms} ms${a.retryInMs === undefined ? '' : `, retrying in ${a.retryInMs} ms`}\n`)
+        : undefined,
+    })
+  } catch (error) {
+    throw new UsageError((error as Error).message.replace(/^svc-webhooks: /, ''))
+  }
+}
+
+/** An endpoint or delivery id from the command line. */
+function uuid(value: string | undefined, what: string): string {
+  if (value === undefined) throw new UsageError(`${what} is required.`)
+  if (!UUID.test(value)) throw new UsageError(`${what} must be a UUID, got "${value.slice(0, 60)}".`)
+  return value
+}
+
+/** `a,b` as a list; an empty value is the empty list (every event). */
+function events(value: string): string[] {
+  return value
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean)
+}
+
+/** Runs a call; a ServiceApiError becomes its message (and the 422 list) on stderr and exit 1. */
+async function calling(io: Io, action: string, run: () => Promise<number>): Promise<number> {
+  try {
+    return await run()
+  } catch (error) {
+    if (!isServiceApiError(error)) throw error
+    io.err(`svc-webhooks endpoints ${action}: ${error.message.replace(/^svc-webhooks: /, '')}\n`)
+    for (const issue of error.errors ?? []) io.err(`  ${Array.isArray(issue.loc) ? issue.loc.join('.') : ''}: ${issue.msg}\n`)
+    return EXIT.failed
+  }
+}
+
+const yesNo = (value: boolean) => (value ? 'yes' : 'no')
+const eventList = (list: readonly string[]) => (list.length === 0 ? 'all' : list.join(', '))
+
+/** The endpoint as lines; `secret` is printed last, on a line of its own, when given. */
+function describe(endpoint: WebhookEndpoint): string {
+  return [
+    `endpoint ${endpoint.id}${endpoint.label ? ` (${endpoint.label})` : ''}`,
+    `  url                   ${endpoint.url}`,
+    `  enabled               ${yesNo(endpoint.enabled)}`,
+    `  consecutive_failures  ${endpoint.consecutive_failures} (the service disables it at 20)`,
+    `  last_error            ${endpoint.last_error ?? 'none'}`,
+    `  last_delivery_at      ${endpoint.last_delivery_at ?? 'never'}`,
+    `  subscribed_events     ${eventList(endpoint.subscribed_events)}`,
+    `  created               ${endpoint.created}`,
+  ].join('\n')
+}
+
+/** The endpoint without its secret, for printing. */
+function withoutSecret(endpoint: WebhookEndpoint): WebhookEndpoint {
+  const { signing_secret: _secret, ...rest } = endpoint
+  return rest
+}
+
+/** Checks, before the service is called, that a secret file can be written: the secret exists only in the answer. */
+function checkWritable(path: string): void {
+  const absolute = resolve(path)
+  try {
+    if (statSync(absolute, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`--write-secret-file: ${path} is a directory; give a file path.`)
+    accessSync(dirname(absolute), constants.W_OK)
+  } catch (error) {
+    if (error instanceof UsageError) throw error
+    throw new UsageError(`--write-secret-file: cannot write in ${dirname(absolute)} (${(error as NodeJS.ErrnoException).code ?? 'error'}); nothing was changed.`)
+  }
+}
+
+/** Writes the secret to `path` with mode 0600: a file beside it first, then renamed over it, so no reader sees half a secret. */
+function writeSecret(path: string, secret: string): void {
+  const absolute = resolve(path)
+  const temporary = `${absolute}.${process.pid}.tmp`
+  writeFileSync(temporary, secret, { mode: 0o600, flag: 'wx' })
+  renameSync(temporary, absolute)
+}
+
+/** Prints a new secret once, or writes it; returns the exit code. */
+function handOver(io: Io, json: boolean | undefined, file: string | undefined, endpoint: WebhookEndpoint & { signing_secret: string }, heading: string, again: string): number {
+  if (file !== undefined) {
+    try {
+      writeSecret(file, endpoint.signing_secret)
+    } catch (error) {
+      io.err(
+        `svc-webhooks endpoints: the new secret could not be written to ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'}); it is not shown. ` +
+          `Get another with: svc-webhooks endpoints rotate ${endpoint.id} --write-secret-file PATH${again}\n`,
+      )
+      return EXIT.failed
+    }
+    if (json) io.out(`${JSON.stringify({ ...withoutSecret(endpoint), signing_secret_file: resolve(file) }, null, 2)}\n`)
+    else io.out(`${heading}\n${describe(endpoint)}\nsigning secret written to ${resolve(file)} (mode 0600)\n`)
+    return EXIT.ok
+  }
+  if (json) io.out(`${JSON.stringify(endpoint, null, 2)}\n`)
+  else io.out(`${heading}\n${describe(endpoint)}\nsigning secret (shown this once; store it now, e.g. as SVC_WEBHOOK_SECRET):\n${endpoint.signing_secret}\n`)
+  return EXIT.ok
+}
+
+// ---- the actions ------------------------------------------------------------------------------
+
+const list = defineCommand(
+  {
+    name: 'endpoints list',
+    summary: "list the business's webhook endpoints, newest first",
+    usage: ['[options]'],
+    description: "Lists the business's webhook endpoints, newest first: enabled, the service's failure streak, the URL.",
+    flags: SERVICE_FLAGS,
+    examples: ['npx svc-webhooks endpoints list --json'],
+    exitCodes: EXIT_CODES,
+  },
+  async ({ values }, io) =>
+    calling(io, 'list', async () => {
+      const endpoints = await service(values, io).endpoints.list()
+      if (values.json) {
+        io.out(`${JSON.stringify(endpoints, null, 2)}\n`)
+        return EXIT.ok
+      }
+      if (endpoints.length === 0) {
+        io.out('no webhook endpoints (svc-webhooks endpoints create --url URL)\n')
+        return EXIT.ok
+      }
+      const rows = [['ID', 'ENABLED', 'FAILURES', 'EVENTS', 'URL', 'LABEL'], ...endpoints.map((e) => [e.id, yesNo(e.enabled), String(e.consecutive_failures), eventList(e.subscribed_events), e.url, e.label])]
+      const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)))
+      io.out(`${rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')).join('\n')}\n`)
+      return EXIT.ok
+    }),
+)
+
+const create = defineCommand(
+  {
+    name: 'endpoints create',
+    summary: 'register a webhook endpoint; its signing secret is shown once',
+    usage: ['--url URL [--label TEXT] [--events a,b] [options]'],
+    description: `Registers a webhook endpoint. The answer holds its signing secret, shown this once: it is
+printed, or written to --write-secret-file PATH (mode 0600) and not printed. The service may deliver
+before the secret reaches your receiver; refused deliveries can be resent (endpoints resend).`,
+    flags: {
+      url: { type: 'string', value: 'URL', help: 'where the service delivers (https on port 443 for the service)' },
+      label: { type: 'string', value: 'TEXT', help: "a name for it (default the URL's host)" },
+      events: { type: 'string', value: 'LIST', help: 'comma-separated event types (default: every event, including later ones)' },
+      ...SECRET_FILE_FLAG,
+      ...SERVICE_FLAGS,
+    },
+    examples: ['npx svc-webhooks endpoints create --url https://shop.example.com/webhooks/svc --write-secret-file ./webhook-secret'],
+    exitCodes: EXIT_CODES,
+  },
+  async ({ values }, io) => {
+    const url = httpUrl(values.url, '--url')
+    const file = values['write-secret-file']
+    if (file !== undefined) checkWritable(file)
+    const client = service(values, io)
+    return calling(io, 'create', async () => {
+      const endpoint = await client.endpoints.create({ label: values.label ?? url.host, url: url.href, subscribed_events: events(values.events ?? '') })
+      return handOver(io, values.json, file, endpoint, `created endpoint ${endpoint.id}`, '')
+    })
+  },
+)
+
+const update = defineCommand(
+  {
+    name: 'endpoints update',
+    summary: "change an endpoint's URL, label or events",
+    usage: ['<id> [--url URL] [--label TEXT] [--events a,b] [options]'],
+    positionals: ['<id>'],
+    description: 'Changes the fields given; the others stay as they are. --events "" subscribes to every event.',
+    flags: {
+      url: { type: 'string', value: 'URL', help: 'the new URL' },
+      label: { type: 'string', value: 'TEXT', help: 'the new label' },
+      events: { type: 'string', value: 'LIST', help: 'comma-separated event types ("" for every event)' },
+      ...SERVICE_FLAGS,
+    },
+    examples: ['npx svc-webhooks endpoints update 0b6c... --events message.received'],
+    exitCodes: EXIT_CODES,
+  },
+  async ({ values, positionals }, io) => {
+    const id = uuid(positionals[0], 'the endpoint id (svc-webhooks endpoints update <id>)')
+    const changes = {
+      ...(values.url === undefined ? {} : { url: httpUrl(values.url, '--url').href }),
+      ...(values.label === undefined ? {} : { label: values.label }),
+      ...(values.events === undefined ? {} : { subscribed_events: events(values.events) }),
+    }
+    if (Object.keys(changes).length === 0) throw new UsageError('nothing to change: give --url, --label or --events.')
+    const client = service(values, io)
+    return calling(io, 'update', async () => printEndpoint(io, values.json, 'updated', await client.endpoints.update(id, changes)))
+  },
+)
+
+function printEndpoint(io: Io, json: boolean | undefined, what: string, endpoint: WebhookEndpoint): number {
+  io.out(json ? `${JSON.stringify(withoutSecret(endpoint), null, 2)}\n` : `${what} ${describe(endpoint)}\n`)
+  return EXIT.ok
+}
+
+/** enable, disable: one PATCH of `enabled`. */
+function toggle(enabled: boolean): Command {
+  const action = enabled ? 'enable' : 'disable'
+  return defineCommand(
+    {
+      name: `endpoints ${action}`,
+      summary: enabled ? 'enable an endpoint again (the service resets its failure streak)' : 'stop deliveries to an endpoint',
+      usage: ['<id> [options]'],
+      positionals: ['<id>'],
+      description: enabled
+        ? `Enables the endpoint and resets its consecutive-failure streak (spec §3.2). Deliveries the
+service held while it was disabled are not sent by this; resend them by id.`
+        : 'Disables the endpoint: the service delivers nothing to it until it is enabled again.',
+      flags: SERVICE_FLAGS,
+      exitCodes: EXIT_CODES,
+    },
+    async ({ values, positionals }, io) => {
+      const id = uuid(positionals[0], `the endpoint id (svc-webhooks endpoints ${action} <id>)`)
+      const client = service(values, io)
+      return calling(io, action, async () => printEndpoint(io, values.json, `${action}d`, enabled ? await client.endpoints.enable(id) : await client.endpoints.disable(id)))
+    },
+  )
+}
+
+const remove = defineCommand(
+  {
+    name: 'endpoints delete',
+    summary: 'delete an endpoint (deliveries stop; past ones are kept)',
+    usage: ['<id> [options]'],
+    positionals: ['<id>'],
+    description: 'Deletes the endpoint: deliveries to it stop. The service keeps its past deliveries.',
+    flags: SERVICE_FLAGS,
+    exitCodes: EXIT_CODES,
+  },
+  async ({ values, positionals }, io) => {
+    const id = uuid(positionals[0], 'the endpoint id (svc-webhooks endpoints delete <id>)')
+    const client = service(values, io)
+    return calling(io, 'delete', async () => {
+      await client.endpoints.remove(id)
+      io.out(values.json ? `${JSON.stringify({ id, deleted: true })}\n` : `deleted endpoint ${id}\n`)
+      return EXIT.ok
+    })
+  },
+)
+
+const rotate = defineCommand(
+  {
+    name: 'endpoints rotate',
+    summary: "rotate an endpoint's signing secret; the new one is shown once",
+    usage: ['<id> [--write-secret-file PATH] [options]'],
+    positionals: ['<id>'],
+    description: `Rotates the signing secret. The old secret stops verifying at once, with no overlap (spec
+§4.1): a receiver still holding it refuses deliveries (401) until it has the new one. For rotation
+without refusals, use rotateEndpointSecret with a secret source. The new secret is in this one
+answer: printed once, or written to --write-secret-file PATH (mode 0600). If the answer is lost,
+rotate again.`,
+    flags: { ...SECRET_FILE_FLAG, ...SERVICE_FLAGS },
+    examples: ['npx svc-webhooks endpoints rotate 0b6c... --write-secret-file /run/secrets/svc-webhook'],
+    exitCodes: EXIT_CODES,
+  },
+  async ({ values, positionals }, io) => {
+    const id = uuid(positionals[0], 'the endpoint id (svc-webhooks endpoints rotate <id>)')
+    const file = values['write-secret-file']
+    if (file !== undefined) checkWritable(file)
+    const client = service(values, io)
+    return calling(io, 'rotate', async () => {
+      const endpoint = await client.endpoints.rotateSecret(id)
+      const code = handOver(io, values.json, file, endpoint, `rotated the secret of endpoint ${endpoint.id}: the old one stopped verifying now`, '')
+      if (code === EXIT.ok && !values.json) io.err('Deliveries refused before your receiver has the new secret can be resent: svc-webhooks endpoints resend --from-log FILE\n')
+      return code
+    })
+  },
+)
+
+/**
+ * The delivery ids of the refusal lines in a log: the receiver's own lines
+ * (`svc-webhooks: 401 invalid_signature (delivery <id>, ...): ...`), the summaries of collapsed
+ * repeats (`...: 12 more in the last 10 s, last delivery id <id>`: only the last id is named),
+ * and JSON lines of a logged result (`{"outcome":"refused","status":401,"id":"..."}`). Only 4xx
+ * refusals: the sender retries a 5xx itself. Only UUIDs: a refused request's id may be anything.
+ */
+export function refusedIds(text: string): { ids: string[]; unnamed: number } {
+  const ids = new Set<string>()
+  let unnamed = 0
+  const line = /svc-webhooks: (4\d\d) [a-z_]+ \(delivery ([0-9a-f-]{36})[,)]/i
+  const summary = /svc-webhooks: (4\d\d) [a-z_]+(?:, endpoint [^:]*)?: ([\d,]+) more in .*?, last delivery id ([0-9a-f-]{36})/i
+  for (const raw of text.split(/\r?\n/)) {
+    const refused = line.exec(raw)
+    if (refused && UUID.test(refused[2]!)) ids.add(refused[2]!.toLowerCase())
+    const collapsed = summary.exec(raw)
+    if (collapsed) {
+      const more = Number(collapsed[2]!.replace(/,/g, ''))
+      if (UUID.test(collapsed[3]!)) ids.add(collapsed[3]!.toLowerCase())
+      unnamed += Math.max(0, more - 1)
+    }
+    if (!refused && !collapsed && raw.trimStart().startsWith('{')) {
+      try {
+        const logged = JSON.parse(raw) as { outcome?: unknown; status?: unknown; id?: unknown }
+        if (logged.outcome === 'refused' && typeof logged.status === 'number' && logged.status >= 400 && logged.status < 500 && typeof logged.id === 'string' && UUID.test(logged.id)) {
+          ids.add(logged.id.toLowerCase())
+        }
+      } catch {
+        // Not JSON after all: not a line of ours.
+      }
+    }
+  }
+  return { ids: [...ids], unnamed }
+}
+
+const resend = defineCommand(
+  {
+    name: 'endpoints resend',
+    summary: 'resend deliveries by id, or every refused delivery named in a log',
+    usage: ['<id>... [options]', '--from-log FILE [options]'],
+    positionals: ['<id>...'],
+    description: `Asks the service to send deliveries again: the stored bytes, under the same id, with a fresh
+timestamp and signatures. A receiver that deduplicates by id processes each at most once.
+--from-log collects the ids of the 4xx refusal lines svc-webhooks wrote (and of JSON lines of a
+logged onResult with outcome "refused"); repeats collapsed into a summary line name only their
+last id, so log each refusal through onResult to resend them all. Resend once the cause (a wrong
+secret, an unknown tenant) is fixed.`,
+    flags: {
+      'from-log': { type: 'string', value: 'FILE', help: 'resend the delivery ids of the refusal lines in FILE' },
+      'dry-run': { type: 'boolean', help: 'print the ids that would be resent, and resend none' },
+      ...SERVICE_FLAGS,
+    },
+    examples: ['npx svc-webhooks endpoints resend --from-log receiver.log', 'npx svc-webhooks endpoints resend 7d3e... 91af...'],
+    exitCodes: '0 every delivery was accepted for resending, 1 one or more were not (or the log named none), 2 usage error.',
+  },
+  async ({ values, positionals }, io) => {
+    const given = positionals.map((p) => uuid(p, 'a delivery id'))
+    let unnamed = 0
+    const fromLog: string[] = []
+    if (values['from-log'] !== undefined) {
+      const found = refusedIds(readText(values['from-log'], '--from-log'))
+      fromLog.push(...found.ids)
+      unnamed = found.unnamed
+    } else if (given.length === 0) {
+      throw new UsageError('no delivery ids: give them (svc-webhooks endpoints resend <id>...) or --from-log FILE.')
+    }
+    const ids = [...new Set([...given.map((id) => id.toLowerCase()), ...fromLog])]
+    if (unnamed > 0) {
+      io.err(`warning: ${unnamed} more refusals were collapsed into summary lines without their ids; they cannot be resent from this log (log each refusal through onResult to keep every id).\n`)
+    }
+    if (ids.length === 0) {
+      io.err(`svc-webhooks endpoints resend: no refused deliveries named in ${values['from-log']}.\n`)
+      return EXIT.failed
+    }
+    if (values['dry-run']) {
+      io.out(values.json ? `${JSON.stringify(ids)}\n` : `${ids.join('\n')}\n`)
+      return EXIT.ok
+    }
+    const client = service(values, io)
+    const results: Array<{ id: string; ok: boolean; status?: number; code?: string; answer?: Record<string, string>; error?: string }> = []
+    for (const id of ids) {
+      try {
+        const answer = await client.deliveries.resend(id)
+        results.push({ id, ok: true, answer })
+        if (!values.json) io.out(`resent ${id}${Object.keys(answer).length > 0 ? `: ${Object.entries(answer).map(([k, v]) => `${k} ${v}`).join(', ')}` : ''}\n`)
+      } catch (error) {
+        if (!isServiceApiError(error)) throw error
+        results.push({ id, ok: false, status: error.status, code: error.code, error: error.detail })
+        if (!values.json) io.out(`FAILED ${id}: ${error.status || 'no answer'} ${error.code}: ${error.detail}\n`)
+        // Every other call would be refused the same way.
+        if (error.status === 401 || error.status === 403) {
+          io.err(`svc-webhooks endpoints resend: ${error.message.replace(/^svc-webhooks: /, '')}\n`)
+          break
+        }
+      }
+    }
+    const failed = results.filter((r) => !r.ok).length
+    const untried = ids.length - results.length
+    if (values.json) io.out(`${JSON.stringify(results, null, 2)}\n`)
+    else io.out(`${results.length - failed} resent, ${failed} failed${untried > 0 ? `, ${untried} not tried` : ''}\n`)
+    return failed + untried === 0 ? EXIT.ok : EXIT.failed
+  },
+)
+
+const status = defineCommand(
+  {
+    name: 'endpoints status',
+    summary: "an endpoint's state at the service: enabled, failure streak, last error",
+    usage: ['<id> [options]'],
+    positionals: ['<id>'],
+    description: `Shows the endpoint as the service sees it: enabled, consecutive_failures (it is disabled at 20),
+last_error and last_delivery_at. A disabled endpoint receives nothing and does not recover on its
+own: fix the receiver, then svc-webhooks endpoints enable <id>.`,
+    flags: SERVICE_FLAGS,
+    examples: ['npx svc-webhooks endpoints status 0b6c...'],
+    exitCodes: '0 enabled, 1 disabled, not found or the service refused the call, 2 usage error.',
+  },
+  async ({ values, positionals }, io) => {
+    const id = uuid(positionals[0], 'the endpoint id (svc-webhooks endpoints status <id>)')
+    const client = service(values, io)
+    return calling(io, 'status', async () => {
+      // §4.1 has no read of one endpoint: the list has them all.
+      const endpoint = (await client.endpoints.list()).find((e) => e.id === id)
+      if (endpoint === undefined) {
+        io.err(`svc-webhooks endpoints status: no endpoint ${id} in this business (svc-webhooks endpoints list).\n`)
+        return EXIT.failed
+      }
+      if (values.json) io.out(`${JSON.stringify(withoutSecret(endpoint), null, 2)}\n`)
+      else {
+        io.out(`${describe(endpoint)}\n`)
+        if (!endpoint.enabled) io.out(`disabled${endpoint.last_error ? ` (${endpoint.last_error})` : ''}: it receives nothing until enabled. Fix the receiver, then: svc-webhooks endpoints enable ${endpoint.id}\n`)
+      }
+      return endpoint.enabled ? EXIT.ok : EXIT.failed
+    })
+  },
+)
+
+const ACTIONS: readonly Command[] = [list, create, update, toggle(true), toggle(false), remove, rotate, resend, status]
+const actionName = (c: Command) => c.name.slice('endpoints '.length)
+
+const HELP = `Usage: svc-webhooks endpoints <action> [options]
+
+Manages your webhook endpoints through the service's API.
+
+Actions:
+${ACTIONS.map((c) => `  ${actionName(c).padEnd(9)}${c.summary}`).join('\n')}
+
+Run "svc-webhooks endpoints <action> --help" for its options.
+
+Service: $SVC_API_URL (or --api-url), $SVC_API_TOKEN, $SVC_BUSINESS_ID (or --business-id).
+${TOKEN_NOTE}
+
+Exit codes: ${EXIT_CODES}`
+
+/** `svc-webhooks endpoints`: dispatches to its actions, each a command of its own. */
+export const endpoints: Command = {
+  name: 'endpoints',
+  summary: 'list, create, rotate, enable, resend ... your webhook endpoints at the service',
+  usage: ['<action> [options]'],
+  positionals: ['<action>'],
+  description: "Manages your webhook endpoints through the service's API.",
+  flags: {},
+  exitCodes: EXIT_CODES,
+  help: HELP,
+  async run(argv, io) {
+    const [name, ...rest] = argv
+    if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+      io.out(`${HELP}\n`)
+      return name === undefined ? EXIT.usage : EXIT.ok
+    }
+    const action = ACTIONS.find((c) => actionName(c) === name)
+    if (action === undefined) {
+      io.err(`svc-webhooks endpoints: unknown action "${name.slice(0, 40)}". Actions: ${ACTIONS.map(actionName).join(', ')}.\n`)
+      return EXIT.usage
+    }
+    try {
+      return await action.run(rest, io)
+    } catch (error) {
+      if (!(error instanceof UsageError)) throw error
+      if (error.usage !== undefined) io.err(`${error.message}\n\n${error.usage}\n`)
+      else io.err(`svc-webhooks ${action.name}: ${error.message}\nRun "svc-webhooks ${action.name} --help" for usage.\n`)
+      return EXIT.usage
+    }
+  },
+}
