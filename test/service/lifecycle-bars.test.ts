@@ -14,7 +14,8 @@
  * c. Deliveries refused by a wrong secret, then `svc-webhooks endpoints resend --from-log`: each
  *    runs once.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn, type ChildProcessByStdio } from 'node:child_process'
+import type { Readable } from 'node:stream'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer, request as httpRequest, type Server } from 'node:http'
 import { tmpdir } from 'node:os'
@@ -23,7 +24,7 @@ import { Redis } from 'ioredis'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { RedisSecretSource } from 'svc-webhooks/redis'
 import { createServiceClient, registerEndpoint, rotateEndpointSecret } from 'svc-webhooks/service'
-import { createServiceEmulator } from 'svc-webhooks/testing'
+import { createServiceEmulator, type ServiceEmulator } from 'svc-webhooks/testing'
 import { freePort } from '../support/free-port.mjs'
 import { describeWithRedis, startRedisServer, type RedisServer } from '../support/redis-server.js'
 
@@ -40,26 +41,28 @@ async function until(check: () => boolean | Promise<boolean>, what: string, time
   }
 }
 
+type Child = ChildProcessByStdio<null, Readable, Readable>
+
 interface Receiver {
-  child: ChildProcess
+  child: Child
   port: number
   stop(): Promise<void>
 }
 
-const children = new Set<ChildProcess>()
+const children = new Set<Child>()
 
 async function startReceiver(env: Record<string, string>): Promise<Receiver> {
-  const child = spawn(process.execPath, [RECEIVER], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [RECEIVER], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   children.add(child)
   let output = ''
-  child.stderr!.on('data', (chunk) => (output += chunk))
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk))
   const port = await new Promise<number>((done, fail) => {
-    child.stdout!.on('data', (chunk) => {
+    child.stdout.on('data', (chunk: Buffer) => {
       output += chunk
       const match = /READY (\d+)/.exec(output)
       if (match) done(Number(match[1]))
     })
-    child.once('exit', (code) => fail(new Error(`receiver exited ${code}: ${output}`)))
+    child.once('exit', (code: number | null) => fail(new Error(`receiver exited ${code}: ${output}`)))
   })
   return {
     child,
@@ -127,7 +130,7 @@ describeWithRedis('endpoint lifecycle bars', () => {
    * 20 deliveries/s for `seconds` through one endpoint, `midway` called halfway; then waits until
    * the sender settled. Returns the figures of the run.
    */
-  async function underLoad(emulator: Awaited<ReturnType<typeof createServiceEmulator>>, endpointId: string, seconds: number, midway: () => Promise<void>) {
+  async function underLoad(emulator: ServiceEmulator, endpointId: string, seconds: number, midway: () => Promise<void>) {
     await admin.del('runs')
     const sent: string[] = []
     const total = seconds * 20
@@ -142,8 +145,8 @@ describeWithRedis('endpoint lifecycle bars', () => {
     await during
     await emulator.settled()
     const ran = await runs()
-    const deliveries = emulator.deliveries().filter((d: { id: string }) => sent.includes(d.id))
-    const permanent = deliveries.filter((d: { attempts: { status?: number }[] }) =>
+    const deliveries = emulator.deliveries().filter((d) => sent.includes(d.id))
+    const permanent = deliveries.filter((d) =>
       d.attempts.some((a) => a.status !== undefined && a.status >= 400 && a.status < 500 && a.status !== 429),
     ).length
     return {
@@ -151,7 +154,7 @@ describeWithRedis('endpoint lifecycle bars', () => {
       permanent,
       lost: sent.filter((id) => !ran.has(id)).length,
       twice: sent.filter((id) => (ran.get(id) ?? 0) > 1).length,
-      enabled: emulator.endpoint(endpointId).enabled as boolean,
+      enabled: emulator.endpoint(endpointId)?.enabled,
     }
   }
 
@@ -214,11 +217,11 @@ describeWithRedis('endpoint lifecycle bars', () => {
       await emulator.settled()
       await receiver.stop()
       const whileDown: string[] = []
-      for (let i = 0; i < 20 && emulator.endpoint(endpoint.id).enabled; i++) {
+      for (let i = 0; i < 20 && emulator.endpoint(endpoint.id)?.enabled; i++) {
         whileDown.push(await emulator.send(endpoint.id))
         await emulator.settled()
       }
-      expect(emulator.endpoint(endpoint.id).enabled).toBe(false)
+      expect(emulator.endpoint(endpoint.id)?.enabled).toBe(false)
       for (let i = 0; i < 5; i++) whileDown.push(await emulator.send(endpoint.id))
       await emulator.settled()
 
@@ -226,10 +229,10 @@ describeWithRedis('endpoint lifecycle bars', () => {
         ...env,
         LC_WATCH: JSON.stringify({ baseUrl: emulator.baseUrl, token: emulator.token, businessId: emulator.businessId, endpointId: endpoint.id, intervalMs: 500 }),
       })
-      await until(() => emulator.endpoint(endpoint.id).enabled === true, 'the watch to enable the endpoint again')
+      await until(() => emulator.endpoint(endpoint.id)?.enabled === true, 'the watch to enable the endpoint again')
 
       // The ids the service's dashboard shows: the deliveries that never got a 2xx.
-      const undelivered = emulator.deliveries().filter((d: { id: string; state: string }) => d.state !== 'delivered').map((d: { id: string }) => d.id)
+      const undelivered = emulator.deliveries().filter((d) => d.endpointId === endpoint.id && d.state !== 'delivered').map((d) => d.id)
       expect(undelivered.length).toBeGreaterThan(5)
       for (const id of undelivered) await service.deliveries.resend(id)
       await emulator.settled()
@@ -264,12 +267,12 @@ describeWithRedis('endpoint lifecycle bars', () => {
       await source.write({ secrets: right })
 
       const cli = spawn(process.execPath, [join(ROOT, 'dist/cli.js'), 'endpoints', 'resend', '--from-log', logFile], {
-        env: { PATH: process.env.PATH ?? '', SVC_API_URL: emulator.baseUrl, SVC_API_TOKEN: emulator.token, SVC_BUSINESS_ID: emulator.businessId },
+        env: { PATH: process.env.PATH ?? '', SVC_API_URL: emulator.baseUrl, SVC_API_TOKEN: emulator.token, SVC_BUSINESS_ID: emulator.businessId, NODE_ENV: 'production' },
         stdio: ['ignore', 'pipe', 'pipe'],
       })
       let output = ''
-      cli.stdout!.on('data', (chunk) => (output += chunk))
-      cli.stderr!.on('data', (chunk) => (output += chunk))
+      cli.stdout.on('data', (chunk: Buffer) => (output += chunk))
+      cli.stderr.on('data', (chunk: Buffer) => (output += chunk))
       const code = await new Promise((done) => cli.once('exit', done))
       expect(code, output).toBe(0)
       await emulator.settled()

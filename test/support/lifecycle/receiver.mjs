@@ -29,6 +29,13 @@ const handle = createNodeHandler({
     },
   },
   log: LC_LOG_FILE ? (line) => appendFileSync(LC_LOG_FILE, `${line}\n`) : false,
+  // The log collapses repeated refusals (a summary names only the last id): one JSON line per
+  // refusal keeps every id for `svc-webhooks endpoints resend --from-log`, as docs/lifecycle.md shows.
+  ...(LC_LOG_FILE && {
+    onResult: ({ outcome, status, code, id }) => {
+      if (outcome === 'refused' && id) appendFileSync(LC_LOG_FILE, `${JSON.stringify({ outcome, status, code, id })}\n`)
+    },
+  }),
   ...(watching && {
     watch: endpointWatcher({
       service: createServiceClient({ baseUrl: watching.baseUrl, token: watching.token, businessId: watching.businessId }),
