@@ -12,6 +12,13 @@
 export const LOG_WINDOW_MS = 10_000
 /** Kinds with a window open at once; lines of any further kind are counted together. */
 const MAX_KINDS = 100
+/**
+ * Delivery ids a summary names: enough for the sender's whole rate into a receiver that refuses
+ * everything (20 deliveries/s for a 10 s window), so `svc-webhooks endpoints resend --from-log`
+ * can resend every delivery refused by mistake; bounded, so a flood still writes a line of at
+ * most about 10 KB per kind and window.
+ */
+export const MAX_SUMMARY_IDS = 250
 /** Where lines of kinds past {@link MAX_KINDS} are counted. */
 const OTHER = 'other lines'
 
@@ -36,7 +43,8 @@ export interface LogWindow {
   /**
    * Writes `line` now when no window of `kind` is open (and opens one), or counts it in that
    * window. `kind` is the summary's label: a fixed set of values (a code, a code and a known
-   * endpoint), never a value taken from a request as is. `id` is the delivery id to name in the summary.
+   * endpoint), never a value taken from a request as is. `id` is the delivery id: the summary names
+   * each distinct one, up to {@link MAX_SUMMARY_IDS}, so every delivery refused by mistake can be resent.
    */
   write(kind: string, line: string, id?: string): void
   /** Writes the summary of every window with repeats now and closes every window: for a stop or a test. */
@@ -46,7 +54,10 @@ export interface LogWindow {
 interface Window {
   opened: number
   repeats: number
-  lastId: string | undefined
+  /** The distinct ids of the repeats, made printable, the first {@link MAX_SUMMARY_IDS} of them. */
+  ids: Set<string>
+  /** Repeats whose id is not in {@link ids}: none, or one past the cap. */
+  unlisted: number
 }
 
 type Timer = ReturnType<typeof setTimeout>
@@ -61,7 +72,7 @@ type Timer = ReturnType<typeof setTimeout>
  * const window = createLogWindow((line) => console.warn(line))
  * window.write('401 invalid_signature', 'svc-webhooks: 401 invalid_signature (delivery a): ...', 'a') // written
  * window.write('401 invalid_signature', 'svc-webhooks: 401 invalid_signature (delivery b): ...', 'b') // counted
- * // 10 s later: "svc-webhooks: 401 invalid_signature: 1 more in the last 10 s, last delivery id b"
+ * // 10 s later: "svc-webhooks: 401 invalid_signature: 1 more in the last 10 s, delivery id b"
  */
 export function createLogWindow(log: (line: string) => void, { windowMs = LOG_WINDOW_MS, now = Date.now, hint }: LogWindowOptions = {}): LogWindow {
   if (typeof windowMs !== 'number' || !Number.isFinite(windowMs) || windowMs <= 0) throw new TypeError('svc-webhooks: `windowMs` must be a positive number.')
@@ -75,8 +86,9 @@ export function createLogWindow(log: (line: string) => void, { windowMs = LOG_WI
   function summarize(kind: string, window: Window, at: number): void {
     if (window.repeats === 0) return
     const when = at - window.opened < 2 * windowMs ? `the last ${span}` : `the ${span} from ${new Date(window.opened).toISOString()}`
-    const last = window.lastId === undefined ? '' : `, last delivery id ${window.lastId}`
-    log(`svc-webhooks: ${kind}: ${thousands(window.repeats)} more in ${when}${last}${hint ? `. ${hint}` : ''}`)
+    const { ids, unlisted } = window
+    const named = ids.size === 0 ? '' : `, delivery id${ids.size === 1 ? '' : 's'} ${[...ids].join(' ')}${unlisted > 0 ? ` (and ${thousands(unlisted)} not listed)` : ''}`
+    log(`svc-webhooks: ${kind}: ${thousands(window.repeats)} more in ${when}${named}${hint ? `. ${hint}` : ''}`)
   }
 
   /** Closes the windows that have ended by `at`, writing their summaries. */
@@ -131,13 +143,19 @@ export function createLogWindow(log: (line: string) => void, { windowMs = LOG_WI
         window = windows.get(kind)
       }
       if (window === undefined) {
-        windows.set(kind, { opened: at, repeats: 0, lastId: undefined })
+        windows.set(kind, { opened: at, repeats: 0, ids: new Set(), unlisted: 0 })
         if (at + windowMs < nextEnd) nextEnd = at + windowMs
         log(line)
         return
       }
       window.repeats++
-      window.lastId = id
+      if (id !== undefined) {
+        const shown = printable(id)
+        if (window.ids.has(shown)) {
+          // Named already.
+        } else if (window.ids.size < MAX_SUMMARY_IDS) window.ids.add(shown)
+        else window.unlisted++
+      }
       if (window.repeats === 1) arm(at)
     },
     flush() {

@@ -319,30 +319,31 @@ rotate again.`,
 /**
  * The delivery ids of the refusal lines in a log: the receiver's own lines
  * (`svc-webhooks: 401 invalid_signature (delivery <id>, ...): ...`), the summaries of collapsed
- * repeats (`...: 12 more in the last 10 s, last delivery id <id>`: only the last id is named),
- * and JSON lines of a logged result (`{"outcome":"refused","status":401,"id":"..."}`). Only 4xx
- * refusals: the sender retries a 5xx itself. Only UUIDs: a refused request's id may be anything.
+ * repeats (`...: 12 more in the last 10 s, delivery ids <id> <id> ... (and N not listed)`: each
+ * distinct id, up to the cap), and JSON lines of a logged result
+ * (`{"outcome":"refused","status":401,"id":"..."}`). Only 4xx refusals: the sender retries a 5xx
+ * itself. Only UUIDs: a refused request's id may be anything.
  */
 export function refusedIds(text: string): { ids: string[]; unnamed: number } {
   const ids = new Set<string>()
   let unnamed = 0
+  const add = (id: string) => {
+    if (UUID.test(id)) ids.add(id.toLowerCase())
+  }
   const line = /svc-webhooks: (4\d\d) [a-z_]+ \(delivery ([0-9a-f-]{36})[,)]/i
-  const summary = /svc-webhooks: (4\d\d) [a-z_]+(?:, endpoint [^:]*)?: ([\d,]+) more in .*?, last delivery id ([0-9a-f-]{36})/i
+  const summary = /svc-webhooks: (4\d\d) [a-z_]+(?:, endpoint [^:]*)?: [\d,]+ more in .*?, delivery ids? ([^.(]+?)(?: \(and ([\d,]+) not listed\))?\./i
   for (const raw of text.split(/\r?\n/)) {
     const refused = line.exec(raw)
-    if (refused && UUID.test(refused[2]!)) ids.add(refused[2]!.toLowerCase())
+    if (refused) add(refused[2]!)
     const collapsed = summary.exec(raw)
     if (collapsed) {
-      const more = Number(collapsed[2]!.replace(/,/g, ''))
-      if (UUID.test(collapsed[3]!)) ids.add(collapsed[3]!.toLowerCase())
-      unnamed += Math.max(0, more - 1)
+      for (const id of collapsed[2]!.split(' ')) add(id)
+      unnamed += Number((collapsed[3] ?? '0').replace(/,/g, ''))
     }
     if (!refused && !collapsed && raw.trimStart().startsWith('{')) {
       try {
         const logged = JSON.parse(raw) as { outcome?: unknown; status?: unknown; id?: unknown }
-        if (logged.outcome === 'refused' && typeof logged.status === 'number' && logged.status >= 400 && logged.status < 500 && typeof logged.id === 'string' && UUID.test(logged.id)) {
-          ids.add(logged.id.toLowerCase())
-        }
+        if (logged.outcome === 'refused' && typeof logged.status === 'number' && logged.status >= 400 && logged.status < 500 && typeof logged.id === 'string') add(logged.id)
       } catch {
         // Not JSON after all: not a line of ours.
       }
@@ -360,9 +361,9 @@ const resend = defineCommand(
     description: `Asks the service to send deliveries again: the stored bytes, under the same id, with a fresh
 timestamp and signatures. A receiver that deduplicates by id processes each at most once.
 --from-log collects the ids of the 4xx refusal lines svc-webhooks wrote (and of JSON lines of a
-logged onResult with outcome "refused"); repeats collapsed into a summary line name only their
-last id, so log each refusal through onResult to resend them all. Resend once the cause (a wrong
-secret, an unknown tenant) is fixed.`,
+logged onResult with outcome "refused"); a summary line of collapsed repeats names each distinct
+id up to 250 per 10 s, and says how many it could not list (log each refusal through onResult to
+keep them all). Resend once the cause (a wrong secret, an unknown tenant) is fixed.`,
     flags: {
       'from-log': { type: 'string', value: 'FILE', help: 'resend the delivery ids of the refusal lines in FILE' },
       'dry-run': { type: 'boolean', help: 'print the ids that would be resent, and resend none' },
@@ -384,7 +385,7 @@ secret, an unknown tenant) is fixed.`,
     }
     const ids = [...new Set([...given.map((id) => id.toLowerCase()), ...fromLog])]
     if (unnamed > 0) {
-      io.err(`warning: ${unnamed} more refusals were collapsed into summary lines without their ids; they cannot be resent from this log (log each refusal through onResult to keep every id).\n`)
+      io.err(`warning: ${unnamed} more refusals were counted in summary lines past the ids they list; they cannot be resent from this log (log each refusal through onResult to keep every id).\n`)
     }
     if (ids.length === 0) {
       io.err(`svc-webhooks endpoints resend: no refused deliveries named in ${values['from-log']}.\n`)

@@ -220,20 +220,20 @@ describe('svc-webhooks endpoints resend --from-log', () => {
     expect((await cli('resend', '--from-log', empty)).code).toBe(1)
   })
 
-  it('summary lines of collapsed repeats: their last id is taken, and the rest is said to be missing', async () => {
-    const [a, b] = [crypto.randomUUID(), crypto.randomUUID()]
+  it('summary lines of collapsed repeats: every id they list is taken, and those past the cap are said to be missing', async () => {
+    const [a, b, c] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()]
     const log = join(dir, 'collapsed.log')
     writeFileSync(
       log,
       [
         `svc-webhooks: 401 invalid_signature (delivery ${a}, endpoint shop): the signature does not match.`,
-        `svc-webhooks: 401 invalid_signature, endpoint shop: 12 more in the last 10 s, last delivery id ${b}. Each one is counted in stats() and passed to onResult.`,
+        `svc-webhooks: 401 invalid_signature, endpoint shop: 14 more in the last 10 s, delivery ids ${b} not-a-uuid ${c} (and 11 not listed). Each one is counted in stats() and passed to onResult.`,
         `svc-webhooks: 503 store_unavailable (delivery ${crypto.randomUUID()}): the idempotency store did not answer`,
         JSON.stringify({ outcome: 'refused', status: 401, code: 'invalid_signature', id: a }),
       ].join('\n'),
     )
     const out = await cli('resend', '--from-log', log, '--dry-run')
-    expect(out.stdout.trim().split('\n')).toEqual([a, b])
-    expect(out.stderr).toContain('11 more refusals were collapsed')
+    expect(out.stdout.trim().split('\n')).toEqual([a, b, c])
+    expect(out.stderr).toContain('11 more refusals were counted in summary lines past the ids they list')
   })
 })

@@ -228,7 +228,7 @@ describe('repeats collapsed per code and window', () => {
     advance(1)
     await r.handle(forged)
     expect(lines.slice(2)).toEqual([
-      'svc-webhooks: 401 invalid_signature: 500 more in the last 10 s, last delivery id evt-forged. Each one is counted in stats() and passed to onResult.',
+      'svc-webhooks: 401 invalid_signature: 500 more in the last 10 s, delivery id evt-forged. Each one is counted in stats() and passed to onResult.',
       expect.stringMatching(/^svc-webhooks: 401 invalid_signature \(delivery evt-forged\)/),
     ])
   })
@@ -240,7 +240,7 @@ describe('repeats collapsed per code and window', () => {
     advance(3_600_000)
     await r.handle(forged)
     expect(lines).toHaveLength(3)
-    expect(lines[1]).toMatch(`svc-webhooks: 401 invalid_signature: 3 more in the 10 s from ${new Date(start).toISOString()}, last delivery id evt-late.`)
+    expect(lines[1]).toMatch(`svc-webhooks: 401 invalid_signature: 3 more in the 10 s from ${new Date(start).toISOString()}, delivery id evt-late.`)
   })
 
   it('the summary comes out when traffic stops, by a timer', async () => {
@@ -251,7 +251,7 @@ describe('repeats collapsed per code and window', () => {
     expect(lines).toHaveLength(1)
     vi.advanceTimersByTime(10_000)
     expect(lines).toHaveLength(2)
-    expect(lines[1]).toMatch(/^svc-webhooks: 401 invalid_signature: 2 more in the last 10 s, last delivery id evt-quiet\./)
+    expect(lines[1]).toMatch(/^svc-webhooks: 401 invalid_signature: 2 more in the last 10 s, delivery id evt-quiet\./)
 
     // A `log` that throws on the summary, outside any request, cannot end the process.
     const throwing = createWebhookReceiver({
@@ -331,7 +331,7 @@ describe('repeats collapsed per code and window', () => {
     at += 10_000
     await r.receive({ method: 'POST', path: '/tenants/shop-0/webhooks', headers: forged.headers, body: forged.body as Uint8Array }, pathRequestTransport)
     expect(lines).toHaveLength(101 + 101 + 1)
-    expect(lines).toContain('svc-webhooks: other lines: 399 more in the last 10 s, last delivery id evt-many. Each one is counted in stats() and passed to onResult.')
+    expect(lines).toContain('svc-webhooks: other lines: 399 more in the last 10 s, delivery id evt-many. Each one is counted in stats() and passed to onResult.')
     expect((await r.stats()).codes).toEqual({ invalid_signature: 601 })
   })
 })
