@@ -4,7 +4,7 @@
 // exactly-once checks read.
 // Config by environment: LC_REDIS_URL; the secret from LC_SECRET_KEY (a RedisSecretSource) or
 // LC_SECRET (a comma-separated list, as an environment secret is deployed); LC_PORT (0: any);
-// LC_LOG_FILE (the receiver's log lines appended there); LC_WATCH (JSON { baseUrl, token,
+// LC_LOG_FILE (the receiver's own log lines appended there, as a deployment's log collects them); LC_WATCH (JSON { baseUrl, token,
 // businessId, endpointId, intervalMs }: watch the endpoint with reenable). Prints "READY <port>".
 import { appendFileSync } from 'node:fs'
 import { createServer } from 'node:http'
@@ -29,13 +29,6 @@ const handle = createNodeHandler({
     },
   },
   log: LC_LOG_FILE ? (line) => appendFileSync(LC_LOG_FILE, `${line}\n`) : false,
-  // The log collapses repeated refusals (a summary names only the last id): one JSON line per
-  // refusal keeps every id for `svc-webhooks endpoints resend --from-log`, as docs/lifecycle.md shows.
-  ...(LC_LOG_FILE && {
-    onResult: ({ outcome, status, code, id }) => {
-      if (outcome === 'refused' && id) appendFileSync(LC_LOG_FILE, `${JSON.stringify({ outcome, status, code, id })}\n`)
-    },
-  }),
   ...(watching && {
     watch: endpointWatcher({
       service: createServiceClient({ baseUrl: watching.baseUrl, token: watching.token, businessId: watching.businessId }),
