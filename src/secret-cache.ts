@@ -37,7 +37,7 @@ const noop = () => undefined
 const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms))
 
 /** Why a value read from a source cannot be used, never quoting it; undefined when it can. */
-function stateProblem(state: unknown): string | undefined {
+export function stateProblem(state: unknown): string | undefined {
   if (typeof state !== 'object' || state === null || Array.isArray(state)) return 'it is not an object { secrets: string[], pendingUntil?: number }'
   const { secrets, pendingUntil } = state as { secrets?: unknown; pendingUntil?: unknown }
   if (!Array.isArray(secrets)) return '`secrets` is not a list of strings'
@@ -59,11 +59,19 @@ function unusable(problem: string): WebhookVerificationError {
   )
 }
 
+/** A source's own error (src/stores/source-state.ts): its message quotes no stored value. */
+const SOURCE_ERROR = 'SecretSourceError'
+
 function unreadable(cause: unknown, timedOut: boolean): WebhookVerificationError {
-  const why = timedOut ? 'did not answer in time (secretReadTimeoutMs)' : `failed (${errorLabel(cause)})`
+  const own = cause instanceof Error && cause.name === SOURCE_ERROR
+  const why = timedOut
+    ? 'did not answer in time (secretReadTimeoutMs).'
+    : own
+      ? `failed: ${cause.message.replace(/^svc-webhooks: /, '').replace(/([^.?!])$/, '$1.')}`
+      : `failed (${errorLabel(cause)}).`
   return new WebhookVerificationError(
     'secret_lookup_failed',
-    `Reading the secret source ${why}, so this delivery could not be checked. Answered 503 so the sender retries; is the source's store reachable?`,
+    `Reading the secret source ${why} This delivery could not be checked: answered 503 so the sender retries.`,
     timedOut ? undefined : { cause },
   )
 }

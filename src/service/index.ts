@@ -11,3 +11,4 @@ export type {
   WebhookEndpoint,
 } from './types.js'
 export type { SecretSource, SecretState } from '../secret-source.js'
+export { FileSecretSource, type FileSecretSourceOptions } from './file-source.js'

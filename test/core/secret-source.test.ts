@@ -52,7 +52,7 @@ function deferred() {
   return { promise, open }
 }
 
-async function delivery(secret: string, id = randomUUID()) {
+async function delivery(secret: string, id: `${string}-${string}-${string}-${string}-${string}` = randomUUID()) {
   const signed = await signWebhook({ secret, event: sampleEvent('message.received'), id })
   return { method: 'POST', body: signed.rawBody, headers: signed.headers }
 }
@@ -67,9 +67,14 @@ function receiverOf(source: SecretSource, options: Partial<WebhookReceiverOption
     on: { 'message.received': (_event, d) => void runs.push(d.id) },
     ...options,
   })
-  const send = async (secret: string, id?: string) => receiver.handle(await delivery(secret, id))
+  const send = async (secret: string, id?: Id) => receiver.handle(await delivery(secret, id))
   return { receiver, lines, runs, send }
 }
+
+type Id = ReturnType<typeof randomUUID>
+const PENDING_ID = randomUUID()
+const FIRST_ID = randomUUID()
+const ROTATION_ID = randomUUID()
 
 const code = (answer: WebhookResponse) => (JSON.parse(answer.body) as { code?: string }).code
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
@@ -141,13 +146,13 @@ describe('a secret source in the receiver', () => {
   it('answers 503 secret_pending with Retry-After while a change is pending, then 200 once the secret is written', async () => {
     const source = memorySource({ secrets: [A], pendingUntil: Date.now() + 60_000 })
     const { send, receiver, lines } = receiverOf(source, { retryAfterSeconds: 3 })
-    const pending = await send(B, 'evt-pending')
+    const pending = await send(B, PENDING_ID)
     expect([pending.status, code(pending), pending.headers['retry-after']]).toEqual([503, 'secret_pending', '3'])
-    expect(lines.join('\n')).toMatch(/503 secret_pending \(delivery evt-pending\): .*pendingUntil/)
+    expect(lines.join('\n')).toMatch(new RegExp(`503 secret_pending \\(delivery ${PENDING_ID}\\): .*pendingUntil`))
     // The old secret still verifies meanwhile.
     expect((await send(A)).status).toBe(200)
     source.write({ secrets: [B, A] })
-    const retried = await send(B, 'evt-pending')
+    const retried = await send(B, PENDING_ID)
     expect(retried.status).toBe(200)
     expect((await receiver.stats()).codes).toMatchObject({ secret_pending: 1 })
     // Once the change is over, a mismatch is the usual 401.
@@ -167,10 +172,10 @@ describe('a secret source in the receiver', () => {
   it('an endpoint being registered (no secret yet, pending): 503 secret_pending until the secret is written', async () => {
     const source = memorySource({ secrets: [], pendingUntil: Date.now() + 60_000 })
     const { send, runs } = receiverOf(source)
-    for (let i = 0; i < 3; i++) expect(code(await send(B, 'evt-first'))).toBe('secret_pending')
+    for (let i = 0; i < 3; i++) expect(code(await send(B, FIRST_ID))).toBe('secret_pending')
     source.write({ secrets: [B] })
-    expect((await send(B, 'evt-first')).status).toBe(200)
-    expect(runs).toEqual(['evt-first'])
+    expect((await send(B, FIRST_ID)).status).toBe(200)
+    expect(runs).toEqual([FIRST_ID])
   })
 
   it('a source that cannot be read: 503 secret_lookup_failed with Retry-After, and a read that hangs is cut off', async () => {
@@ -289,7 +294,7 @@ describe('a secret source in the receiver', () => {
     expect(source.reads).toBe(2)
     source.write({ secrets: [A], pendingUntil: Date.now() + 60_000 })
     const third = await delivery(FORGED)
-    const request = new Request('http://127.0.0.1/', { method: 'POST', body: third.body, headers: third.headers })
+    const request = new Request('http://127.0.0.1/', { method: 'POST', body: third.body as Uint8Array<ArrayBuffer>, headers: third.headers })
     await expect(verifyRequest(request, options)).rejects.toMatchObject({ code: 'secret_pending', status: 503 })
   })
 
@@ -313,7 +318,7 @@ describe('a secret source through svc-webhooks/node over real HTTP', () => {
     await server?.close()
   })
 
-  const post = async (secret: string, id?: string) => {
+  const post = async (secret: string, id?: Id) => {
     const signed = await signWebhook({ secret, event: sampleEvent('message.received'), ...(id ? { id } : {}) })
     const res = await fetch(server.url, { method: 'POST', body: signed.body, headers: signed.headers })
     return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as { code?: string } }
@@ -322,14 +327,14 @@ describe('a secret source through svc-webhooks/node over real HTTP', () => {
   it('goes through a rotation (pending, [new, old], [new]) with no 401 to a genuine delivery', async () => {
     expect((await post(A)).status).toBe(200)
     source.write({ secrets: [A], pendingUntil: Date.now() + 60_000 })
-    const early = await post(B, 'evt-rotation')
+    const early = await post(B, ROTATION_ID)
     expect([early.status, early.body.code, early.retryAfter]).toEqual([503, 'secret_pending', '5'])
     source.write({ secrets: [B, A] })
-    expect((await post(B, 'evt-rotation')).status).toBe(200)
+    expect((await post(B, ROTATION_ID)).status).toBe(200)
     expect((await post(A)).status).toBe(200)
     source.write({ secrets: [B] })
     expect((await post(B)).status).toBe(200)
-    expect(runs.filter((id) => id === 'evt-rotation')).toHaveLength(1)
+    expect(runs.filter((id) => id === ROTATION_ID)).toHaveLength(1)
   })
 })
 
