@@ -82,7 +82,7 @@ const TIMED_OUT = Symbol('timed out')
 async function within<T>(value: Promise<T> | T, ms: number): Promise<T | typeof TIMED_OUT> {
   if (!(value instanceof Promise) && typeof (value as { then?: unknown } | null)?.then !== 'function') return value as T
   let timer: ReturnType<typeof setTimeout> | undefined
-  const late = new Promise<typeof TIMED_OUT>((done) => (timer = setTimeout(done, ms, TIMED_OUT)))
+  const late = new Promise<typeof TIMED_OUT>((done) => (timer = setTimeout(() => done(TIMED_OUT), ms)))
   try {
     return await Promise.race([value, late])
   } finally {
@@ -217,7 +217,7 @@ export class SourceCache {
     this.lastError = undefined
     if (this.failing) {
       this.failing = false
-      this.settings.log?.('svc-webhooks: the secret source answers again; its secrets are current.')
+      this.say('svc-webhooks: the secret source answers again; its secrets are current.')
     }
     return set
   }
@@ -232,7 +232,16 @@ export class SourceCache {
     if (this.failing) return
     this.failing = true
     const why = isWebhookVerificationError(error) ? error.message : errorLabel(error)
-    this.settings.log?.(`svc-webhooks: refreshing the secret source failed; the secrets read before stay in use until it answers. ${why}`)
+    this.say(`svc-webhooks: refreshing the secret source failed; the secrets read before stay in use until it answers. ${why}`)
+  }
+
+  /** A line to the receiver's `log`; a `log` that throws changes nothing here. */
+  private say(line: string): void {
+    try {
+      this.settings.log?.(line)
+    } catch {
+      // Swallowed on purpose: a logging failure must not fail a read.
+    }
   }
 }
 
