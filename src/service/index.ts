@@ -19,3 +19,4 @@ export {
   type ServiceAttempt,
   type ServiceClientOptions,
 } from './client.js'
+export { FileSecretSource, type FileSecretSourceOptions } from './file-source.js'
