@@ -36,8 +36,8 @@ export interface AnswerRow {
 function refusal(code: WebhookErrorCode): AnswerRow {
   const row: AnswerRow = { outcome: 'refused', status: ERROR_STATUS[code], body: { ok: false, code } }
   if (code === 'body_timeout') return { ...row, retryAfter: true, close: true }
-  // Every other 5xx refusal (a lookup that failed) is worth coming back for soon.
-  return code === 'secret_lookup_failed' ? { ...row, retryAfter: true } : row
+  // The other 5xx refusals about secrets (a lookup that failed, a change in progress) are worth coming back for soon.
+  return code === 'secret_lookup_failed' || code === 'secret_pending' ? { ...row, retryAfter: true } : row
 }
 
 const refusals = Object.fromEntries(

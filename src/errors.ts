@@ -37,8 +37,17 @@ export const ERROR_STATUS = {
   body_timeout: 503,
   /** Many endpoints, one receiver: the `secret` lookup found no secret for this request. */
   unknown_endpoint: 404,
-  /** Many endpoints, one receiver: the `secret` lookup threw or rejected (a database or vault down). 503 so the sender retries. */
+  /**
+   * The `secret` lookup threw or rejected (a database or vault down), or a secret source could not
+   * be read in time or holds an unusable value. 503 so the sender retries.
+   */
   secret_lookup_failed: 503,
+  /**
+   * No signature matched a secret source's secrets, even after re-reading it, while it says a
+   * secret change is in progress (`pendingUntil`: a rotation, or an endpoint whose secret is not
+   * stored yet). 503 with `Retry-After`, never 401, so the sender comes back once it is stored.
+   */
+  secret_pending: 503,
 } as const
 
 /** The `code` of a {@link WebhookVerificationError}. */

@@ -4,6 +4,8 @@
  */
 import { importSecret, type SecretKey } from '#crypto'
 import { DEFAULT_BODY_TIMEOUT_MS } from './read-body.js'
+import type { SourceCache, SourceSettings } from './secret-cache.js'
+import { isSecretSource, type SecretSource } from './secret-source.js'
 
 /** One secret, or several during a rotation. */
 export type Secrets = string | readonly string[]
@@ -13,8 +15,12 @@ export type Secrets = string | readonly string[]
  * of the framework's own request, sync or async. Return `undefined` (or `null`, `''`, `[]`) when
  * the request names no known endpoint: it is answered 404 `unknown_endpoint`. A throw or a
  * rejection is answered 503 `secret_lookup_failed` with `Retry-After`, so the sender retries.
+ * It may return the tenant's {@link SecretSource} instead: return the same object for a tenant
+ * every time (keep them in a Map), as its cache lives with it.
  */
-export type SecretLookup<R> = (request: R) => Secrets | null | undefined | Promise<Secrets | null | undefined>
+export type SecretLookup<R> = (
+  request: R,
+) => Secrets | SecretSource | null | undefined | Promise<Secrets | SecretSource | null | undefined>
 
 /** Options shared by `verifyWebhook`, `createWebhookReceiver` and every adapter; `R` is the entry's request type. */
 export interface VerifyOptions<R = any> {
@@ -23,8 +29,11 @@ export interface VerifyOptions<R = any> {
    * during a rotation: the service stops the old secret at once (spec §4.1), so keep the old and
    * the new one here while your own deploy rolls out. Or a function of the request returning the
    * secret(s) of the endpoint it is for (many endpoints, one receiver): see {@link SecretLookup}.
+   * Or a {@link SecretSource} every process reads (`RedisSecretSource`, `PostgresSecretSource`,
+   * `FileSecretSource`, your own), so a rotation reaches them all without a restart: read through
+   * a cache, re-read on a signature mismatch (docs/secret-sources.md).
    */
-  secret: Secrets | SecretLookup<R>
+  secret: Secrets | SecretSource | SecretLookup<R>
   /**
    * How far the signed timestamp may be from now, in seconds, in either direction.
    * Must be a positive number: 0 does not mean "skip".
@@ -54,6 +63,31 @@ export interface VerifyOptions<R = any> {
    * @default Date.now
    */
   now?: () => number
+  /**
+   * With a secret source: a cached state older than this is re-read in the background (never
+   * blocking a delivery), so a removed secret stops verifying within about this long.
+   * @default 60000
+   */
+  secretRefreshMs?: number
+  /**
+   * With a secret source: least time between two re-reads after a signature mismatch. A delivery
+   * that matched none of the cached secrets waits for a read that started after it arrived, so a
+   * rotation is never answered 401; this spacing bounds what forged requests cost the source.
+   * @default 1000
+   */
+  secretRereadMs?: number
+  /**
+   * With a secret source: a read still pending after this long counts as failed (answered 503),
+   * so a slow source cannot push an answer past the sender's 10 s.
+   * @default 2000
+   */
+  secretReadTimeoutMs?: number
+  /**
+   * With a secret source: the longest a pending state (`pendingUntil`) is honoured, counted from
+   * the read that first saw it, so no source can hold the receiver in 503 `secret_pending`.
+   * @default 60000
+   */
+  maxPendingMs?: number
 }
 
 /** Secrets imported for the HMAC. */
@@ -62,6 +96,8 @@ export interface SecretSet {
   keys: readonly SecretKey[]
   /** True when a secret lacks the `svc_whsec_` prefix: a hint for the signature error. */
   unprefixed: boolean
+  /** The cache the secrets were read through, when they come from a secret source. */
+  source?: SourceCache
 }
 
 /** Options after validation, with each secret imported once. */
@@ -70,6 +106,14 @@ export interface ResolvedVerifyOptions {
   secrets?: SecretSet
   /** The per-request lookup, when `secret` is a function. */
   lookup?: SecretLookup<unknown>
+  /** The secret source, when `secret` is one. */
+  source?: SecretSource
+  /** Its cache, made on first use (src/secrets.ts). */
+  sourceCache?: SourceCache
+  /** The caches of the sources a lookup returned, by source. */
+  sourceCaches?: WeakMap<SecretSource, SourceCache>
+  /** How sources are read: the `secret*Ms` options and `maxPendingMs`. */
+  sourceSettings: SourceSettings
   toleranceSeconds: number
   allowV1: boolean
   maxBodyBytes: number
@@ -102,14 +146,20 @@ export function resolveVerifyOptions(options: VerifyOptions): ResolvedVerifyOpti
     maxBodyBytes = DEFAULT_MAX_BODY_BYTES,
     bodyTimeoutMs = DEFAULT_BODY_TIMEOUT_MS,
     now = Date.now,
+    secretRefreshMs = 60_000,
+    secretRereadMs = 1000,
+    secretReadTimeoutMs = 2000,
+    maxPendingMs = 60_000,
   } = options
   let secrets: SecretSet | undefined
-  if (typeof secret === 'function') {
-    // Checked per request (src/transport.ts).
+  if (typeof secret === 'function' || isSecretSource(secret)) {
+    // Checked per request (src/secrets.ts).
   } else {
     const problem = secretProblem(secret)
     if (problem === 'none') {
-      fail('`secret` is required: the endpoint\'s signing secret (svc_whsec_...), or an array of them during a rotation. Is the environment variable set?')
+      fail(
+        '`secret` is required: the endpoint\'s signing secret (svc_whsec_...), an array of them during a rotation, or a secret source. Is the environment variable set?',
+      )
     }
     if (problem) fail(problem)
     secrets = importSecrets(secret)
@@ -125,8 +175,19 @@ export function resolveVerifyOptions(options: VerifyOptions): ResolvedVerifyOpti
   }
   if (typeof allowV1 !== 'boolean') fail('`allowV1` must be a boolean.')
   if (typeof now !== 'function') fail('`now` must be a function returning milliseconds since the epoch.')
+  for (const [name, value] of Object.entries({ secretRefreshMs, secretRereadMs, secretReadTimeoutMs, maxPendingMs })) {
+    if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) fail(`\`${name}\` must be a positive number of milliseconds.`)
+  }
   const resolved: ResolvedVerifyOptions = {
-    ...(secrets ? { secrets } : { lookup: secret as SecretLookup<unknown> }),
+    ...(secrets ? { secrets } : isSecretSource(secret) ? { source: secret } : { lookup: secret as SecretLookup<unknown> }),
+    sourceSettings: {
+      refreshMs: secretRefreshMs,
+      rereadMs: secretRereadMs,
+      readTimeoutMs: secretReadTimeoutMs,
+      maxPendingMs,
+      now,
+      log: (line) => console.warn(line),
+    },
     toleranceSeconds,
     allowV1,
     maxBodyBytes,

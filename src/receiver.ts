@@ -11,10 +11,10 @@ import { DELIVERY_ID, getHeader, HEADER_ID, type SignedHeaders } from './headers
 import { checkBeforeBody, type WebhookTransport } from './transport.js'
 import { toBytes, type WebhookInput } from './input.js'
 import { resolveVerifyOptions, type SecretSet, type VerifyOptions } from './options.js'
-import { lookupSecrets } from './secrets.js'
+import { lookupSecrets, secretsFor } from './secrets.js'
 import { MemoryStore } from './stores/memory.js'
 import { quietly, type ClaimResult, type IdempotencyStore } from './stores/store.js'
-import { matchSignature, type VerifiedDelivery } from './verify.js'
+import { matchSecrets, matchSignature, type VerifiedDelivery } from './verify.js'
 import type { WebhookInbox, WebhookInboxProducer } from './inbox/inbox.js'
 import { createLogWindow, printable } from './log-window.js'
 import type { WebhookTelemetry } from './telemetry.js'
@@ -254,6 +254,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     telemetry,
   } = options
   const log = resolveLog(options.log)
+  opts.sourceSettings.log = log
   if (inbox !== undefined && typeof inbox?.append !== 'function') {
     throw new TypeError('svc-webhooks: `inbox` must have append() (MemoryInbox, RedisInbox, PostgresInbox, QueueInbox).')
   }
@@ -337,13 +338,18 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
         try {
           signed = checkBeforeBody(request, transport, opts)
           if (opts.secrets) secrets = opts.secrets
-          else {
+          else if (opts.source) {
+            // A cached state is at hand: no promise then.
+            const found = secretsFor(opts, request)
+            secrets = found instanceof Promise ? await found : found
+          } else {
             secrets = await lookupSecrets(opts, request)
             tenantFound = true
           }
           const read = transport.body(request, maxBodyBytes, bodyTimeoutMs)
+          const body = read instanceof Uint8Array ? read : await read
           // node:crypto answers at once, and a body already held needs no waiting: no promise then.
-          const matched = matchSignature(signed, read instanceof Uint8Array ? read : await read, secrets, true)
+          const matched = secrets.source === undefined ? matchSignature(signed, body, secrets, true) : matchSecrets(signed, body, secrets, true)
           delivery = (matched instanceof Promise ? await matched : matched) as VerifiedDelivery
           scope?.verified()
         } catch (error) {

@@ -8,9 +8,9 @@
 import { readSignedHeaders, requireWellFormed, type HeaderGetter, type SignedHeaders } from './headers.js'
 import { tooLarge } from './input.js'
 import type { ResolvedVerifyOptions } from './options.js'
-import { lookupSecrets } from './secrets.js'
+import { secretsFor } from './secrets.js'
 import { declaresTooMuch } from './read-body.js'
-import { matchSignature, type VerifiedDelivery } from './verify.js'
+import { matchSecrets, type VerifiedDelivery } from './verify.js'
 
 /**
  * What an adapter supplies for its framework's request type `R`: the method, one header, and the
@@ -57,9 +57,9 @@ export function checkBeforeBody<R>(request: R, transport: WebhookTransport<R>, o
  */
 export async function verifyTransported<R>(request: R, transport: WebhookTransport<R>, opts: ResolvedVerifyOptions): Promise<VerifiedDelivery> {
   const signed = checkBeforeBody(request, transport, opts)
-  const secrets = opts.secrets ?? (await lookupSecrets(opts, request))
+  const secrets = opts.secrets ?? (await secretsFor(opts, request))
   const read = transport.body(request, opts.maxBodyBytes, opts.bodyTimeoutMs)
   // node:crypto answers at once, and a body already held needs no waiting: no promise then.
-  const matched = matchSignature(signed, read instanceof Uint8Array ? read : await read, secrets, true)
+  const matched = matchSecrets(signed, read instanceof Uint8Array ? read : await read, secrets, true)
   return (matched instanceof Promise ? await matched : matched) as VerifiedDelivery
 }

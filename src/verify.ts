@@ -4,12 +4,13 @@
  * secrets and several `v2=` values, constant-time comparison, event type from the signed body.
  */
 import { decodeUtf8, hmacHex } from '#crypto'
-import { WebhookVerificationError } from './errors.js'
+import { isWebhookVerificationError, WebhookVerificationError } from './errors.js'
 import type { WebhookEvent } from './events.js'
 import { getHeader, readSignedHeaders, requireWellFormed, type SignedHeaders } from './headers.js'
 import { toBytes, type WebhookInput } from './input.js'
 import { resolveVerifyOptions, SECRET_PREFIX, type SecretSet, type VerifyOptions } from './options.js'
-import { lookupSecrets } from './secrets.js'
+import type { SourceSecretSet } from './secret-cache.js'
+import { secretsFor } from './secrets.js'
 
 /** A delivery whose signature and timestamp were verified; the body is not parsed yet. */
 export interface VerifiedSignature {
@@ -76,7 +77,7 @@ function settle(input: WebhookInput, options: VerifyOptions, parse: boolean): Pr
     const body = toBytes(input.body, opts.maxBodyBytes)
     const signed = readSignedHeaders(input.headers ?? {}, getHeader, opts)
     if (opts.secrets) return Promise.resolve(matchSignature(signed, body, opts.secrets, parse))
-    return lookupSecrets(opts, input).then((secrets) => matchSignature(signed, body, secrets, parse))
+    return Promise.resolve(secretsFor(opts, input)).then((secrets) => matchSecrets(signed, body, secrets, parse))
   } catch (error) {
     return Promise.reject(error)
   }
@@ -113,6 +114,42 @@ export function matchSignature(
     if (matches(signed.signatures, digest)) return verified(signed, i, body, parse)
   }
   throw invalidSignature(signed.version, secrets)
+}
+
+/**
+ * {@link matchSignature} for secrets of any origin. Secrets read from a secret source get a
+ * second chance on a mismatch: the source is re-read (src/secret-cache.ts) and the delivery
+ * matched against what it holds now; no match while a change is pending is 503 `secret_pending`.
+ */
+export function matchSecrets(
+  signed: SignedHeaders,
+  body: Uint8Array,
+  secrets: SecretSet,
+  parse: boolean,
+): VerifiedDelivery | VerifiedSignature | Promise<VerifiedDelivery | VerifiedSignature> {
+  if (secrets.source === undefined) return matchSignature(signed, body, secrets, parse)
+  let matched: ReturnType<typeof matchSignature>
+  try {
+    matched = matchSignature(signed, body, secrets, parse)
+  } catch (error) {
+    return matchFresh(error, signed, body, secrets as SourceSecretSet, parse)
+  }
+  return matched instanceof Promise ? matched.catch((error: unknown) => matchFresh(error, signed, body, secrets as SourceSecretSet, parse)) : matched
+}
+
+/** After a mismatch against a source's cached secrets: the same delivery against a fresh read. */
+async function matchFresh(mismatch: unknown, signed: SignedHeaders, body: Uint8Array, used: SourceSecretSet, parse: boolean): Promise<VerifiedSignature> {
+  if (!isWebhookVerificationError(mismatch) || mismatch.code !== 'invalid_signature') throw mismatch
+  const fresh = await used.source.recheck()
+  if (fresh.keys !== used.keys) {
+    try {
+      return await matchSignature(signed, body, fresh, parse)
+    } catch (error) {
+      if (!isWebhookVerificationError(error) || error.code !== 'invalid_signature') throw error
+      mismatch = error
+    }
+  }
+  throw used.source.refusal(fresh, mismatch)
 }
 
 /** The rest of the secrets loop when the HMAC is a promise (WebCrypto), from secret `index`. */

@@ -73,7 +73,16 @@ export const FIXES: { readonly [C in RefusalCode]: Fix } = {
     cause: "the receiver's secret lookup found no secret for this request (one receiver, many endpoints)",
     fix: 'check how the receiver tells endpoints apart (path, host, a header) and that this endpoint is registered with its secret.',
   },
-  secret_lookup_failed: { cause: "the receiver's secret lookup failed (its database or vault did not answer)", fix: RETRIED },
+  secret_lookup_failed: {
+    cause: "the receiver's secret lookup failed (its database or vault did not answer), or its secret source could not be read or holds an unusable value",
+    fix: `${RETRIED} A source that holds an unusable value needs a valid state written to it ({ secrets: ["svc_whsec_..."] }).`,
+  },
+  secret_pending: {
+    cause: "no signature matched the secrets of the receiver's secret source while it says a secret change (a rotation, a new endpoint) is in progress",
+    fix:
+      'nothing while the rotation or registration finishes: the service retries a 503, and the delivery passes once the new secret is stored. ' +
+      'If it lasts (at most maxPendingMs, 60 s by default), the writer stopped midway: rotate again, or write the new secret to the source.',
+  },
   in_flight: {
     cause: 'another request with the same delivery id was being processed',
     fix: 'nothing, when a retry overlaps a slow first attempt: the service retries after Retry-After and gets 2xx duplicate once the first attempt is done.',

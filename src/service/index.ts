@@ -19,6 +19,7 @@ export {
   type ServiceAttempt,
   type ServiceClientOptions,
 } from './client.js'
+export { FileSecretSource, type FileSecretSourceOptions } from './file-source.js'
 export {
   EndpointLifecycleError,
   finishEndpointRotation,

@@ -1,6 +1,8 @@
 /**
  * `svc-webhooks/postgres`, for receivers that already run on Postgres: `PostgresStore`, the
- * idempotency store, and `PostgresInbox`, the durable inbox (src/inbox/postgres.ts). The store
+ * idempotency store, `PostgresInbox`, the durable inbox (src/inbox/postgres.ts), and
+ * `PostgresSecretSource`, the endpoint's secrets shared by every process
+ * (postgres-secret-source.ts). The store
  * takes a `pg` Pool or Client (any object with `query(text, values)`), the inbox a Pool only (it
  * must outlive a database restart); both time leases and expiries by the database clock. The store keeps one row per delivery id with an expiry column; claim, complete
  * and release are one statement each (INSERT ... ON CONFLICT), so a fresh delivery costs two
@@ -12,6 +14,7 @@ import { quoteTable, type PostgresQueryable } from './postgres-client.js'
 
 export type { PostgresQueryable } from './postgres-client.js'
 export { PostgresInbox, createInboxTableSql, type PostgresInboxOptions } from '../inbox/postgres.js'
+export { PostgresSecretSource, createSecretTableSql, type PostgresSecretSourceOptions } from './postgres-secret-source.js'
 
 /** Options of {@link PostgresStore}: give `pool` (recommended) or `client`. */
 export interface PostgresStoreOptions {

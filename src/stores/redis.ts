@@ -1,6 +1,7 @@
 /**
  * `svc-webhooks/redis`, for receivers running in more than one process or machine: `RedisStore`,
- * the idempotency store, and `RedisInbox`, the durable inbox (src/inbox/redis.ts). Both work
+ * the idempotency store, `RedisInbox`, the durable inbox (src/inbox/redis.ts), and
+ * `RedisSecretSource`, the endpoint's secrets shared by every process (redis-secret-source.ts). All work
  * with an `ioredis` or a `node-redis` (v4+) client; neither is a dependency: the client is
  * adapted by its methods (redis-client.ts). The store runs one Lua script per operation, so a
  * fresh delivery costs two round trips (claim, then complete) and each step is atomic on the
@@ -12,6 +13,7 @@ import { positiveOption, withDeadline } from './deadline.js'
 
 export type { IORedisLikeClient, NodeRedisLikeClient } from './redis-client.js'
 export { RedisInbox, type RedisInboxOptions } from '../inbox/redis.js'
+export { RedisSecretSource, type RedisSecretSourceOptions } from './redis-secret-source.js'
 
 /** Options of {@link RedisStore}. */
 export interface RedisStoreOptions {

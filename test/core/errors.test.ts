@@ -41,6 +41,7 @@ it('has exactly these codes, with these statuses', () => {
     body_timeout: 503,
     unknown_endpoint: 404,
     secret_lookup_failed: 503,
+    secret_pending: 503,
   })
   const error = new WebhookVerificationError('invalid_signature', 'no match', { cause: 'why' })
   expect(error).toBeInstanceOf(Error)
@@ -84,6 +85,14 @@ async function errorPaths(secret: string): Promise<ErrorPath[]> {
       options: { secret: () => Promise.reject(new Error('vault down')), endpoint: 'tenant' } as Partial<VerifyOptions>,
     },
     { code: 'secret_lookup_failed', input: { body, headers: h }, options: { secret: () => ` ${secret}\n`, endpoint: 'tenant' } as Partial<VerifyOptions> },
+    // A secret source: unreadable, holding garbage, or pending a change the delivery's secret belongs to.
+    { code: 'secret_lookup_failed', input: { body, headers: h }, options: { secret: { read: () => Promise.reject(new Error('redis down')) } } },
+    { code: 'secret_lookup_failed', input: { body, headers: h }, options: { secret: { read: () => ({ secrets: [` ${secret}`] }) } } },
+    {
+      code: 'secret_pending',
+      input: { body, headers: h },
+      options: { secret: { read: () => ({ secrets: [`${secret}x`], pendingUntil: (NOW + 60) * 1000 }) }, secretRereadMs: 1 },
+    },
   ]
 }
 

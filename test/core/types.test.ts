@@ -24,6 +24,7 @@ import {
   type WebhookResponse,
   type WebhookResult,
   type SecretLookup,
+  type SecretSource,
 } from 'svc-webhooks'
 import { sampleEvent, signWebhook, type SignedWebhook } from 'svc-webhooks/testing'
 
@@ -101,7 +102,7 @@ describe('verification', () => {
 
   it('takes the documented input and option types', async () => {
     expectTypeOf(verifyWebhook).parameter(0).toHaveProperty('body').toEqualTypeOf<Uint8Array | ArrayBuffer | string>()
-    expectTypeOf(verifyWebhook).parameter(1).toHaveProperty('secret').toEqualTypeOf<string | readonly string[] | SecretLookup<any>>()
+    expectTypeOf(verifyWebhook).parameter(1).toHaveProperty('secret').toEqualTypeOf<string | readonly string[] | SecretSource | SecretLookup<any>>()
     expectTypeOf(verifyWebhook).parameter(1).toHaveProperty('toleranceSeconds').toEqualTypeOf<number | undefined>()
     // @ts-expect-error a parsed object is not a body (the runtime says so too: body_already_parsed)
     await expect(verifyWebhook({ body: { event: 'message.received' }, headers: {} }, { secret: SECRET })).rejects.toMatchObject({ code: 'body_already_parsed' })
@@ -114,7 +115,7 @@ describe('errors, results and stores', () => {
     expectTypeOf<WebhookErrorCode>().toEqualTypeOf<
       | 'body_already_parsed' | 'body_too_large' | 'missing_id' | 'invalid_id' | 'missing_timestamp' | 'invalid_timestamp'
       | 'timestamp_too_old' | 'timestamp_in_future' | 'missing_signature' | 'v1_not_allowed' | 'invalid_signature' | 'invalid_json'
-      | 'body_timeout' | 'unknown_endpoint' | 'secret_lookup_failed'
+      | 'body_timeout' | 'unknown_endpoint' | 'secret_lookup_failed' | 'secret_pending'
     >()
     if (isWebhookVerificationError(error)) {
       expectTypeOf(error.code).toEqualTypeOf<WebhookErrorCode>()

@@ -249,7 +249,7 @@ describeWithRedis('endpoint lifecycle bars', () => {
     // is sent after that is held. The recovery takes both: the ids in the log, and the held ones.
     const emulator = await createServiceEmulator({ retry: { firstDelayMs: 20, maxDelayMs: 50, maxAttempts: 3 }, timeoutMs: 2_000 })
     const service = createServiceClient({ baseUrl: emulator.baseUrl, token: emulator.token, businessId: emulator.businessId })
-    const env = { PATH: process.env.PATH ?? '', SVC_API_URL: emulator.baseUrl, SVC_API_TOKEN: emulator.token, SVC_BUSINESS_ID: emulator.businessId, NODE_ENV: 'production' }
+    const env = { PATH: process.env.PATH ?? '', SVC_API_URL: emulator.baseUrl, SVC_API_TOKEN: emulator.token, SVC_BUSINESS_ID: emulator.businessId, NODE_ENV: 'production' as const }
     async function cli(...args: string[]): Promise<string> {
       const child = spawn(process.execPath, [join(ROOT, 'dist/cli.js'), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
       let output = ''

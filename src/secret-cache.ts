@@ -1,0 +1,252 @@
+/**
+ * Reading a secret source (src/secret-source.ts) on the request path, for every entry alike: the
+ * state read through a cache (keys imported once per state), refreshed in the background, re-read
+ * on a signature mismatch (single-flight, spaced, and only a read that started after the mismatch
+ * counts), `pendingUntil` bounded, and a source that cannot be read or holds garbage turned into a
+ * 503 that the sender retries. A cached state costs a clock read and two field reads per request.
+ */
+import { isWebhookVerificationError, WebhookVerificationError } from './errors.js'
+import { errorLabel } from './log-window.js'
+import { importSecrets, type SecretSet } from './options.js'
+import type { SecretSource } from './secret-source.js'
+
+/** How a receiver reads its secret sources: from the verification options, shared by every source of one options object. */
+export interface SourceSettings {
+  /** A cached state older than this is re-read in the background. */
+  refreshMs: number
+  /** Least time between the starts of two re-reads after a mismatch. */
+  rereadMs: number
+  /** A read still pending after this long counts as failed. */
+  readTimeoutMs: number
+  /** Longest a pending state is honoured, from the read that first saw it. */
+  maxPendingMs: number
+  now: () => number
+  /** Where "a refresh failed, serving the cached secrets" goes; the receiver sets its own `log`. */
+  log: ((line: string) => void) | undefined
+}
+
+/** Secrets read from a source: the cache they came from, and until when a change is pending (0: none). */
+export interface SourceSecretSet extends SecretSet {
+  source: SourceCache
+  pendingUntil: number
+  /** The secrets as read, to tell a changed state from the same one. */
+  secrets: readonly string[]
+}
+
+const noop = () => undefined
+const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms))
+
+/** Why a value read from a source cannot be used, never quoting it; undefined when it can. */
+export function stateProblem(state: unknown): string | undefined {
+  if (typeof state !== 'object' || state === null || Array.isArray(state)) return 'it is not an object { secrets: string[], pendingUntil?: number }'
+  const { secrets, pendingUntil } = state as { secrets?: unknown; pendingUntil?: unknown }
+  if (!Array.isArray(secrets)) return '`secrets` is not a list of strings'
+  for (const s of secrets) {
+    if (typeof s !== 'string' || s.length === 0) return '`secrets` holds an empty or non-string value'
+    if (s.trim() !== s) return 'a secret in `secrets` has leading or trailing whitespace'
+  }
+  if (pendingUntil != null && (typeof pendingUntil !== 'number' || !Number.isFinite(pendingUntil))) {
+    return '`pendingUntil` is not a number of milliseconds since the epoch'
+  }
+  return undefined
+}
+
+function unusable(problem: string): WebhookVerificationError {
+  return new WebhookVerificationError(
+    'secret_lookup_failed',
+    `The secret source holds an unusable value: ${problem} (the value is not shown). Answered 503 so the sender retries; ` +
+      "write a valid state to it, e.g. { secrets: ['svc_whsec_...'] }.",
+  )
+}
+
+/** A source's own error (src/stores/source-state.ts): its message quotes no stored value. */
+const SOURCE_ERROR = 'SecretSourceError'
+
+function unreadable(cause: unknown, timedOut: boolean): WebhookVerificationError {
+  const own = cause instanceof Error && cause.name === SOURCE_ERROR
+  const why = timedOut
+    ? 'did not answer in time (secretReadTimeoutMs).'
+    : own
+      ? `failed: ${cause.message.replace(/^svc-webhooks: /, '').replace(/([^.?!])$/, '$1.')}`
+      : `failed (${errorLabel(cause)}).`
+  return new WebhookVerificationError(
+    'secret_lookup_failed',
+    `Reading the secret source ${why} This delivery could not be checked: answered 503 so the sender retries.`,
+    timedOut ? undefined : { cause },
+  )
+}
+
+const TIMED_OUT = Symbol('timed out')
+
+/** `value` within `ms`, or {@link TIMED_OUT}; the timer never outlives the answer. */
+async function within<T>(value: Promise<T> | T, ms: number): Promise<T | typeof TIMED_OUT> {
+  if (!(value instanceof Promise) && typeof (value as { then?: unknown } | null)?.then !== 'function') return value as T
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<typeof TIMED_OUT>((done) => (timer = setTimeout(() => done(TIMED_OUT), ms)))
+  try {
+    return await Promise.race([value, late])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/**
+ * One source as a receiver sees it. `current()` is the request path: the cached secrets, or the
+ * first read. `recheck()` is the mismatch path: the secrets of a read that started after the call.
+ *
+ * @example
+ * const cache = new SourceCache(source, settings)
+ * const secrets = await cache.current()
+ */
+export class SourceCache {
+  /** The last good state, imported; undefined until a read succeeds. */
+  private set: SourceSecretSet | undefined
+  /** When the read that gave {@link set} started. */
+  private readAt = 0
+  /** When the last read started, good or not. */
+  private lastStart = Number.NEGATIVE_INFINITY
+  /** The last read's error while no state is cached: answered at once until the next read is due. */
+  private lastError: WebhookVerificationError | undefined
+  private reading: Promise<SourceSecretSet> | undefined
+  /** The re-read queued behind {@link reading} and the spacing, shared by every mismatch that waits for it. */
+  private next: Promise<SourceSecretSet> | undefined
+  /** When the current run of pending states was first seen. */
+  private pendingSince: number | undefined
+  /** A failed refresh was logged and no read has succeeded since. */
+  private failing = false
+
+  constructor(
+    private readonly source: SecretSource,
+    private readonly settings: SourceSettings,
+  ) {}
+
+  /** The cached secrets (a refresh started behind them when they are old), or the first read. */
+  current(): SourceSecretSet | Promise<SourceSecretSet> {
+    const set = this.set
+    if (set === undefined) return this.first()
+    const { now, refreshMs, rereadMs } = this.settings
+    const at = now()
+    // A refresh that failed is tried again after the re-read spacing, not on every request.
+    if (at - this.readAt >= refreshMs && at - this.lastStart >= rereadMs && this.reading === undefined && this.next === undefined) {
+      this.read().then(noop, (error: unknown) => this.refreshFailed(error))
+    }
+    return set
+  }
+
+  /**
+   * The secrets of a read that started after this call, for a delivery that matched none of the
+   * cached ones: a rotation written just after the read in flight began would be missed by it.
+   * One such read at a time, at most one per `rereadMs`, shared by every caller waiting for it.
+   */
+  recheck(): Promise<SourceSecretSet> {
+    if (this.next !== undefined) return this.next
+    const next = this.queueRead()
+    this.next = next
+    return next
+  }
+
+  /** The refusal for a delivery that matched none of `set` either: 503 `secret_pending` while a change is pending, else `mismatch`. */
+  refusal(set: SourceSecretSet, mismatch: unknown): unknown {
+    if (set.pendingUntil === 0 || set.pendingUntil <= this.settings.now()) return mismatch
+    return new WebhookVerificationError(
+      'secret_pending',
+      'No signature matched the secrets the secret source holds, and it says a secret change is in progress (pendingUntil): ' +
+        'answered 503 with Retry-After, so the sender retries once the new secret is stored. If this lasts, the rotation or ' +
+        'registration stopped midway: run it again, or write the new secret to the source.',
+    )
+  }
+
+  private first(): Promise<SourceSecretSet> {
+    if (this.reading !== undefined) return this.reading
+    // A source that just failed is not read again for every request.
+    if (this.lastError !== undefined && this.settings.now() - this.lastStart < this.settings.rereadMs) return Promise.reject(this.lastError)
+    return this.read()
+  }
+
+  private async queueRead(): Promise<SourceSecretSet> {
+    // Always a turn first: `next` must be set before it is cleared below.
+    await this.reading?.then(noop, noop)
+    const wait = this.lastStart + this.settings.rereadMs - this.settings.now()
+    if (wait > 0) await sleep(wait)
+    this.next = undefined
+    return this.read()
+  }
+
+  private read(): Promise<SourceSecretSet> {
+    const started = this.settings.now()
+    this.lastStart = started
+    const reading = this.load(started)
+    this.reading = reading
+    const done = () => {
+      if (this.reading === reading) this.reading = undefined
+    }
+    reading.then(done, done)
+    return reading
+  }
+
+  private async load(started: number): Promise<SourceSecretSet> {
+    let state: unknown
+    try {
+      state = await within(this.source.read(), this.settings.readTimeoutMs)
+    } catch (error) {
+      throw this.failed(unreadable(error, false))
+    }
+    if (state === TIMED_OUT) throw this.failed(unreadable(undefined, true))
+    const problem = stateProblem(state)
+    if (problem !== undefined) throw this.failed(unusable(problem))
+    const { secrets, pendingUntil } = state as { secrets: readonly string[]; pendingUntil?: number | null }
+    const at = this.settings.now()
+    let pending = 0
+    if (pendingUntil != null && pendingUntil > at) {
+      this.pendingSince ??= at
+      pending = Math.min(pendingUntil, this.pendingSince + this.settings.maxPendingMs)
+    } else this.pendingSince = undefined
+    if (secrets.length === 0 && pending <= at) {
+      throw this.failed(unusable('`secrets` is empty and no change is pending (`pendingUntil` absent, past, or held longer than maxPendingMs)'))
+    }
+    const previous = this.set
+    let set: SourceSecretSet
+    if (previous !== undefined && previous.pendingUntil === pending && sameSecrets(previous.secrets, secrets)) set = previous
+    else {
+      // The keys are imported once per list of secrets: a change of `pendingUntil` alone keeps them.
+      const imported = previous !== undefined && sameSecrets(previous.secrets, secrets) ? previous : { ...importSecrets(secrets), secrets: [...secrets] }
+      set = { count: imported.count, keys: imported.keys, unprefixed: imported.unprefixed, secrets: imported.secrets, source: this, pendingUntil: pending }
+    }
+    this.set = set
+    this.readAt = started
+    this.lastError = undefined
+    if (this.failing) {
+      this.failing = false
+      this.say('svc-webhooks: the secret source answers again; its secrets are current.')
+    }
+    return set
+  }
+
+  private failed(error: WebhookVerificationError): WebhookVerificationError {
+    if (this.set === undefined) this.lastError = error
+    return error
+  }
+
+  /** A background refresh failed: the cached secrets stay in use, and it is said once until a read succeeds. */
+  private refreshFailed(error: unknown): void {
+    if (this.failing) return
+    this.failing = true
+    const why = isWebhookVerificationError(error) ? error.message : errorLabel(error)
+    this.say(`svc-webhooks: refreshing the secret source failed; the secrets read before stay in use until it answers. ${why}`)
+  }
+
+  /** A line to the receiver's `log`; a `log` that throws changes nothing here. */
+  private say(line: string): void {
+    try {
+      this.settings.log?.(line)
+    } catch {
+      // Swallowed on purpose: a logging failure must not fail a read.
+    }
+  }
+}
+
+function sameSecrets(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}

@@ -1,0 +1,142 @@
+/**
+ * `PostgresSecretSource` (exported by svc-webhooks/postgres): an endpoint's secret state in one
+ * row of a small table (name, state as JSON text, updated_at), read by every receiver process and
+ * upserted by a rotation. The table is created on first use unless `createTable: false`.
+ */
+import type { SecretSource, SecretState } from '../secret-source.js'
+import { positiveOption, withDeadline } from './deadline.js'
+import { isPostgresRefusal, quoteTable, type PostgresQueryable } from './postgres-client.js'
+import { parseState, sourceError, stateText } from './source-state.js'
+
+/** Options of {@link PostgresSecretSource}: give `pool` (recommended) or `client`. */
+export interface PostgresSecretSourceOptions {
+  /** A `pg` Pool. */
+  pool?: PostgresQueryable
+  /** A connected `pg` Client, when you do not use a pool. */
+  client?: PostgresQueryable
+  /** The row's name: one per endpoint, e.g. its id. */
+  name: string
+  /**
+   * The table, optionally schema-qualified (`schema.table`).
+   * @default 'svc_webhooks_secrets'
+   */
+  table?: string
+  /**
+   * Create the table (`CREATE TABLE IF NOT EXISTS`) before the first read or write. Turn it off
+   * when migrations create it (the statement is `createSecretTableSql()`) or the role may not.
+   * @default true
+   */
+  createTable?: boolean
+  /**
+   * Longest wait for one read or write, retries included. Below the receiver's own read deadline
+   * (`secretReadTimeoutMs`, 2 s), so the reason for a failure reaches its log line.
+   * @default 1500
+   */
+  timeoutMs?: number
+}
+
+/**
+ * The `CREATE TABLE` statement of the secret sources' table, for your migrations.
+ *
+ * @example
+ * await pool.query(createSecretTableSql())
+ */
+export function createSecretTableSql(table = 'svc_webhooks_secrets'): string {
+  return `CREATE TABLE IF NOT EXISTS ${quoteTable(table, 'PostgresSecretSource')} (
+  name text PRIMARY KEY,
+  state text NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now()
+)`
+}
+
+/** Two processes creating the table at once: the loser's unique violation (pg_type) or "already exists" is a success. */
+const ALREADY_CREATED = new Set(['23505', '42P07'])
+
+/**
+ * A secret source in Postgres: `read()` selects the row named `name`, `write()` upserts it. A row
+ * that does not exist is a failed read (503, the sender retries): write the secret before
+ * pointing receivers at it.
+ *
+ * @example
+ * import pg from 'pg'
+ * import { PostgresSecretSource } from 'svc-webhooks/postgres'
+ * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL })
+ * const source = new PostgresSecretSource({ pool, name: 'ep_123' })
+ * await source.write({ secrets: [process.env.SVC_WEBHOOK_SECRET!] }) // once, when the endpoint is set up
+ * const receiver = createWebhookReceiver({ secret: source, on })
+ */
+export class PostgresSecretSource implements SecretSource {
+  readonly name: string
+  readonly table: string
+  readonly timeoutMs: number
+  private readonly db: PostgresQueryable
+  private readonly sql: { read: string; write: string; create: string }
+  private created: Promise<void> | undefined
+
+  constructor({ pool, client, name, table = 'svc_webhooks_secrets', createTable = true, timeoutMs = 1500 }: PostgresSecretSourceOptions) {
+    const db = pool ?? client
+    if (typeof db?.query !== 'function') {
+      throw new TypeError('svc-webhooks: PostgresSecretSource needs `pool` (new pg.Pool(...)) or a connected `client`.')
+    }
+    if (typeof name !== 'string' || name.length === 0) throw new TypeError('svc-webhooks: PostgresSecretSource `name` must be a non-empty string.')
+    if (typeof createTable !== 'boolean') throw new TypeError('svc-webhooks: PostgresSecretSource `createTable` must be a boolean.')
+    positiveOption(timeoutMs, 'PostgresSecretSource `timeoutMs`')
+    const t = quoteTable(table, 'PostgresSecretSource')
+    this.db = db
+    this.name = name
+    this.table = table
+    this.timeoutMs = timeoutMs
+    this.sql = {
+      read: `SELECT state FROM ${t} WHERE name = $1`,
+      write: `INSERT INTO ${t} (name, state, updated_at) VALUES ($1, $2, now())
+ON CONFLICT (name) DO UPDATE SET state = EXCLUDED.state, updated_at = EXCLUDED.updated_at`,
+      create: createSecretTableSql(table),
+    }
+    if (!createTable) this.created = Promise.resolve()
+  }
+
+  /**
+   * Creates the table if it does not exist (done on first use unless `createTable: false`).
+   *
+   * @example
+   * await new PostgresSecretSource({ pool, name: 'ep_123' }).ensureTable()
+   */
+  ensureTable(): Promise<void> {
+    const created = this.db.query(this.sql.create).then(
+      () => undefined,
+      (error: unknown) => {
+        if (!ALREADY_CREATED.has(String((error as { code?: unknown } | null)?.code))) throw error
+      },
+    )
+    this.created = created
+    // A failure is tried again by the next read or write.
+    created.catch(() => (this.created === created ? (this.created = undefined) : undefined))
+    return created
+  }
+
+  async read(): Promise<SecretState> {
+    const { rows } = await this.query('read', this.sql.read, [this.name])
+    const state = (rows[0] as { state?: unknown } | undefined)?.state
+    if (typeof state !== 'string') {
+      throw sourceError(`PostgresSecretSource: no row named "${this.name}" in ${this.table}; write the endpoint's secret to it (source.write({ secrets: [...] })).`)
+    }
+    return parseState(state)
+  }
+
+  async write(state: SecretState): Promise<void> {
+    await this.query('write', this.sql.write, [this.name, stateText(state, 'PostgresSecretSource')])
+  }
+
+  private query(what: 'read' | 'write', text: string, values: unknown[]): Promise<{ rows: unknown[] }> {
+    return withDeadline(
+      `PostgresSecretSource.${what}`,
+      this.timeoutMs,
+      async () => {
+        await (this.created ?? this.ensureTable())
+        return this.db.query(text, values)
+      },
+      // Only a summary of the client's error is kept: a write's values are the secrets.
+      { refused: isPostgresRefusal, fail: (_kind, message, summary) => sourceError(message.replace(/^svc-webhooks: /, ''), summary) },
+    )
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * `RedisSecretSource` (exported by svc-webhooks/redis): an endpoint's secret state as JSON in one
+ * Redis key, read by every receiver process and written by a rotation. Works with an `ioredis` or
+ * a `node-redis` (v4+) client, adapted like the store's (redis-client.ts).
+ */
+import type { SecretSource, SecretState } from '../secret-source.js'
+import { positiveOption, withDeadline } from './deadline.js'
+import { adapt, isRedisRefusal, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from './redis-client.js'
+import { parseState, sourceError, stateText } from './source-state.js'
+
+/** Options of {@link RedisSecretSource}. */
+export interface RedisSecretSourceOptions {
+  /** A connected `ioredis` client, or a `node-redis` client after `await client.connect()`. */
+  client: IORedisLikeClient | NodeRedisLikeClient
+  /** The key holding the state, e.g. `svc-webhooks:secret:<endpoint id>`. One key per endpoint. */
+  key: string
+  /**
+   * Longest wait for one read or write, retries included. Below the receiver's own read deadline
+   * (`secretReadTimeoutMs`, 2 s), so the reason for a failure reaches its log line.
+   * @default 1500
+   */
+  timeoutMs?: number
+}
+
+const GET = `return redis.call('GET', KEYS[1])`
+const SET = `redis.call('SET', KEYS[1], ARGV[1])
+return 1`
+
+/**
+ * A secret source in Redis: `read()` is one `GET` of `key`, `write()` one `SET` of the state as
+ * JSON. A key that does not exist is a failed read (503, the sender retries): write the secret
+ * before pointing receivers at it.
+ *
+ * @example
+ * import Redis from 'ioredis'
+ * import { RedisSecretSource } from 'svc-webhooks/redis'
+ * const source = new RedisSecretSource({ client: new Redis(process.env.REDIS_URL!), key: 'svc-webhooks:secret:ep_123' })
+ * await source.write({ secrets: [process.env.SVC_WEBHOOK_SECRET!] }) // once, when the endpoint is set up
+ * app.post('/webhooks/svc', webhooks({ secret: source, on }))
+ */
+export class RedisSecretSource implements SecretSource {
+  readonly key: string
+  readonly timeoutMs: number
+  private readonly run: Run
+
+  constructor({ client, key, timeoutMs = 1500 }: RedisSecretSourceOptions) {
+    this.run = adapt(client, 'RedisSecretSource')
+    if (typeof key !== 'string' || key.length === 0) throw new TypeError('svc-webhooks: RedisSecretSource `key` must be a non-empty string.')
+    positiveOption(timeoutMs, 'RedisSecretSource `timeoutMs`')
+    this.key = key
+    this.timeoutMs = timeoutMs
+  }
+
+  async read(): Promise<SecretState> {
+    const value = await withDeadline('RedisSecretSource.read', this.timeoutMs, () => this.run(GET, this.key, []), {
+      refused: isRedisRefusal,
+      fail: (_kind, message, summary) => sourceError(message.replace(/^svc-webhooks: /, ''), summary),
+    })
+    if (value === null || value === undefined) {
+      throw sourceError(`RedisSecretSource: the key "${this.key}" does not exist; write the endpoint's secret to it (source.write({ secrets: [...] })).`)
+    }
+    return parseState(value instanceof Uint8Array ? new TextDecoder().decode(value) : String(value))
+  }
+
+  async write(state: SecretState): Promise<void> {
+    const text = stateText(state, 'RedisSecretSource')
+    // The client's error carries the command's arguments, the secrets among them: only its summary is kept.
+    await withDeadline('RedisSecretSource.write', this.timeoutMs, () => this.run(SET, this.key, [text]), {
+      refused: isRedisRefusal,
+      fail: (_kind, message, summary) => sourceError(message.replace(/^svc-webhooks: /, ''), summary),
+    })
+  }
+}
