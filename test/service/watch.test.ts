@@ -188,6 +188,24 @@ describe('the receiver\'s and the worker\'s watch option', () => {
     expect(fake.calls.list).toBe(reads)
   })
 
+  it('receiver with a secret source: not re-enabled while the source cannot be read; re-enabled once it can', async () => {
+    const fake = fakeService(disabled)
+    const source = new MemorySource({ secrets: [SECRET] })
+    source.failReads = true
+    const receiver = createWebhookReceiver({
+      secret: source,
+      on: { 'message.received': () => undefined },
+      log: false,
+      watch: endpointWatcher({ service: fake.service, endpointId: [...fake.endpoints.keys()][0]!, reenable: true, intervalMs: 5 }),
+    })
+    stops.push(() => receiver.close())
+    await until(() => expect(fake.calls.list).toBeGreaterThanOrEqual(5))
+    expect(fake.calls.enable).toBeUndefined()
+    expect((await receiver.stats()).endpoint?.error).toMatch(/secret source could not be read \(SourceDown\)/)
+    source.failReads = false
+    await until(() => expect(fake.calls.enable).toBe(1))
+  })
+
   it('receiver: the probe goes through verification, not the handlers', async () => {
     const fake = fakeService(disabled)
     let ran = 0
