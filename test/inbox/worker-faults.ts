@@ -8,7 +8,8 @@
  * - a refused ack is reported as refused, not retried; `false` from extend is a lost lease;
  * - a delivery handed out too often with no result is buried, never run;
  * - a handler that never settles frees its slot at `handlerTimeoutMs`;
- * - `stop()` hands back what a take in flight brings and waits for what it started;
+ * - `stop()` hands back what a take in flight brings, and what waits its turn at the gate, and
+ *   waits for what it started;
  * - error text is stored without U+0000, lone surrogates, or unbounded length;
  * - throwing hooks end nothing; the default log says what happened, never the body or a message.
  */
@@ -289,6 +290,45 @@ export function describeWorkerFaults(name: string, fresh: FaultInboxFactory): vo
       // Handed back: due now, not after its 60 s lease.
       const again = await inbox.take(1, 1000)
       expect(again.map((e) => e.id)).toEqual([d.id])
+    })
+
+    it('stop() while a handler runs: deliveries taken but waiting behind a suspect are handed back unrun, never started', async () => {
+      const inbox = await fresh()
+      const first = textDelivery('first')
+      await inbox.append(first)
+      let releaseTakes!: () => void
+      const takesReleased = new Promise<void>((resolve) => (releaseTakes = resolve))
+      let takes = 0
+      // The worker's first take brings the first delivery alone; its next waits until the suspect is set up.
+      const held = wrap(inbox, {
+        take: async (max, ms) => {
+          if (++takes > 1) await takesReleased
+          return inbox.take(max, ms)
+        },
+      })
+      let finishFirst!: () => void
+      const firstFinishes = new Promise<void>((resolve) => (finishFirst = resolve))
+      const { worker, runs } = testWorker(held, (text) => (text === 'first' ? firstFinishes : undefined))
+      worker.start()
+      await until(() => runs.length === 1)
+      // A suspect: handed out once before, its lease lapsed with no result, so it runs alone.
+      const suspect = textDelivery('suspect')
+      await inbox.append(suspect)
+      expect((await inbox.take(1, 1)).map((e) => e.id)).toEqual([suspect.id])
+      await sleep(20)
+      const healthy = textDelivery('healthy')
+      await inbox.append(healthy)
+      releaseTakes()
+      // Both taken: they wait for the first handler to end, the suspect alone and the healthy one behind it.
+      await until(() => worker.active === 3)
+      const stopped = worker.stop()
+      finishFirst()
+      await stopped
+      await sleep(100)
+      expect(runs).toEqual([first.id])
+      // Handed back: due now, not after their 60 s leases.
+      const again = await inbox.take(10, 1000)
+      expect(again.map((e) => e.id).sort()).toEqual([suspect.id, healthy.id].sort())
     })
 
     it('stop() resolves only once the handlers it started have finished', async () => {
