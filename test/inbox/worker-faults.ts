@@ -9,7 +9,7 @@
  * - a delivery handed out too often with no result is buried, never run;
  * - a handler that never settles frees its slot at `handlerTimeoutMs`;
  * - `stop()` hands back what a take in flight brings, and what waits its turn at the gate, and
- *   waits for what it started;
+ *   waits for what it started; a handler whose signal is aborted before it starts never starts;
  * - error text is stored without U+0000, lone surrogates, or unbounded length;
  * - throwing hooks end nothing; the default log says what happened, never the body or a message.
  */
@@ -204,6 +204,30 @@ export function describeWorkerFaults(name: string, fresh: FaultInboxFactory): vo
       expect(extendsByLease.size).toBeGreaterThanOrEqual(1)
       for (const count of extendsByLease.values()) expect(count).toBe(1)
       expect(lines.some((l) => l.includes('lost the lease'))).toBe(true)
+    })
+
+    it('a lease lost before the handler starts (during a slow store claim): the handler is never started, the claim is released', async () => {
+      const inbox = await fresh()
+      const d = textDelivery('lost before start')
+      await inbox.append(d)
+      const lost = wrap(inbox, { extend: async () => false, retry: async () => false, complete: async () => false })
+      const memory = new MemoryStore()
+      let claimed = false
+      const store = {
+        // Slower than the first renewal (every 30 ms), which answers that the lease is gone.
+        claim: async (key: string, owner: string, ms: number) => ((claimed = true), await sleep(150), memory.claim(key, owner, ms)),
+        complete: (key: string, owner: string, ms: number) => memory.complete(key, owner, ms),
+        release: (key: string, owner: string) => memory.release(key, owner),
+      }
+      const { worker, runs, results } = testWorker(lost, () => {}, { store, visibilityTimeoutMs: 90 })
+      worker.start()
+      await until(() => results.length === 1)
+      await worker.stop()
+      expect(claimed).toBe(true)
+      expect(runs).toEqual([])
+      expect(results[0]).toMatchObject({ outcome: 'lease_lost', id: d.id })
+      // Released: the worker that holds the delivery now can claim it.
+      expect(await memory.claim(`tenant:${d.id}`, 'next-owner', 1000)).toBe('claimed')
     })
 
     it('a delivery handed out more than maxStalledCount times without a result is buried with the reason, never run', async () => {
