@@ -270,3 +270,16 @@ describeWithRedis('svc-webhooks/bullmq', () => {
 })
 
 
+
+describe('createBullMQProcessor startup warnings (no server)', () => {
+  it('warns once, at creation, about an `on` key that is no event type; a valid `on` writes nothing', () => {
+    const lines: string[] = []
+    createBullMQProcessor({ on: { 'message.recieved': () => {} } as never, log: (line) => void lines.push(line) })
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toContain('"message.recieved"')
+    expect(lines[0]).toContain('Did you mean "message.received"?')
+    const quiet: string[] = []
+    createBullMQProcessor({ on: { 'message.received': () => {} }, log: (line) => void quiet.push(line) })
+    expect(quiet).toEqual([])
+  })
+})

@@ -261,3 +261,16 @@ describeWithPostgres('svc-webhooks/pg-boss', () => {
     expect(await inbox.append(d)).toBe('duplicate')
   })
 })
+
+describe('createPgBossHandler startup warnings (no server)', () => {
+  it('warns once, at creation, about an `on` key that is no event type; a valid `on` writes nothing', () => {
+    const lines: string[] = []
+    createPgBossHandler({ on: { 'message.recieved': () => {} } as never, log: (line) => void lines.push(line) })
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toContain('"message.recieved"')
+    expect(lines[0]).toContain('Did you mean "message.received"?')
+    const quiet: string[] = []
+    createPgBossHandler({ on: { 'message.received': () => {} }, log: (line) => void quiet.push(line) })
+    expect(quiet).toEqual([])
+  })
+})
