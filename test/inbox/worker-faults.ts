@@ -518,6 +518,24 @@ export function describeWorkerLog(name: string, fresh: FaultInboxFactory): void 
       expect(lines.filter((l) => l.includes('answers again, after 5 failed take(s)'))).toHaveLength(1)
     })
 
+    it('with no `log`, the lines go to console.warn: the `on` typo warning among them', async () => {
+      const inbox = await fresh()
+      const warn = console.warn
+      const seen: string[] = []
+      console.warn = (...args: unknown[]) => void seen.push(args.map(String).join(' '))
+      try {
+        const worker = createInboxWorker({ inbox, pollIntervalMs: 10, on: { 'message.recieved': () => {} } as never })
+        // Startup warnings are written by start() itself.
+        worker.start()
+        await worker.stop()
+      } finally {
+        console.warn = warn
+      }
+      const typo = seen.filter((l) => l.includes('"message.recieved"'))
+      expect(typo).toHaveLength(1)
+      expect(typo[0]).toContain('Did you mean "message.received"?')
+    })
+
     it('log: false silences every line', async () => {
       const inbox = await fresh()
       await inbox.append(textDelivery('quiet'))
