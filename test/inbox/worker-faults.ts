@@ -11,6 +11,7 @@
  * - `stop()` hands back what a take in flight brings, and what waits its turn at the gate, and
  *   waits for what it started; a handler whose signal is aborted before it starts never starts;
  * - error text is stored without U+0000, lone surrogates, or unbounded length;
+ * - a requeued dead letter that fails again is retried, its budget counted from the requeue;
  * - throwing hooks end nothing; the default log says what happened, never the body or a message.
  */
 import { randomUUID } from 'node:crypto'
@@ -404,6 +405,29 @@ export function describeWorkerFaults(name: string, fresh: FaultInboxFactory): vo
       expect(letter!.lastError.length).toBeLessThanOrEqual(2000)
       expect(letter!.lastError.includes('\u0000')).toBe(false)
       expect(letter!.lastError).not.toMatch(/[\uD800-\uDFFF]/)
+    })
+
+    it('a requeued dead letter gets a full retry budget: failing again, it is retrying, not dead at once', async () => {
+      const inbox = await fresh()
+      const d = textDelivery('requeue budget')
+      await inbox.append(d)
+      const { worker, results } = testWorker(
+        inbox,
+        () => {
+          throw new Error('still failing')
+        },
+        { maxRetryAgeMs: 300 },
+      )
+      worker.start()
+      await until(() => results.some((r) => r.outcome === 'dead'))
+      const before = results.length
+      // Requeued once maxRetryAgeMs has passed since it was received: only a budget counted from
+      // the requeue lets it retry.
+      await sleep(300)
+      expect(await inbox.requeue(d.keys[0]!)).toBe(true)
+      await until(() => results.length > before)
+      await worker.stop()
+      expect(results[before]).toMatchObject({ id: d.id, outcome: 'retrying', attempts: 1, retryInMs: 20 })
     })
 
     it('a throwing or rejecting onError and onResult end nothing: the worker goes on', async () => {
