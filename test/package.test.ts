@@ -151,7 +151,8 @@ function graph(entry: string): { files: Set<string>; bare: Set<string> } {
 }
 
 // bullmq and pg-boss too: their entries take the user's Queue and PgBoss by their methods and import neither.
-const FRAMEWORKS = ['express', 'hono', 'fastify', 'koa', 'next', 'ioredis', 'redis', 'pg', '@hono/node-server', 'bullmq', 'pg-boss']
+// @opentelemetry/api is an optional peer dependency: only svc-webhooks/opentelemetry may import it.
+const FRAMEWORKS = ['express', 'hono', 'fastify', 'koa', 'next', 'ioredis', 'redis', 'pg', '@hono/node-server', 'bullmq', 'pg-boss', '@opentelemetry/api']
 const OWN: Record<string, string[]> = {
   express: ['express'],
   hono: ['hono'],
@@ -160,6 +161,7 @@ const OWN: Record<string, string[]> = {
   next: ['next'],
   redis: ['ioredis', 'redis'],
   postgres: ['pg'],
+  opentelemetry: ['@opentelemetry/api'],
 }
 const subpaths = Object.entries(pkg.exports)
   .filter(([key, value]) => key !== './package.json' && typeof value !== 'string')
