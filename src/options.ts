@@ -77,8 +77,9 @@ export interface VerifyOptions<R = any> {
    */
   secretRereadMs?: number
   /**
-   * With a secret source: a read still pending after this long counts as failed (answered 503),
-   * so a slow source cannot push an answer past the sender's 10 s.
+   * A read of the secret source, or a call of the `secret` or `endpoint` function, still pending
+   * after this long counts as failed (answered 503 `secret_lookup_failed`, which the sender
+   * retries), so a slow lookup cannot push an answer past the sender's 10 s.
    * @default 2000
    */
   secretReadTimeoutMs?: number

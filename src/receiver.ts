@@ -11,6 +11,7 @@ import { DELIVERY_ID, getHeader, HEADER_ID, type SignedHeaders } from './headers
 import { checkBeforeBody, type WebhookTransport } from './transport.js'
 import { toBytes, type WebhookInput } from './input.js'
 import { resolveVerifyOptions, type SecretSet, type VerifyOptions } from './options.js'
+import { TIMED_OUT, within } from './secret-cache.js'
 import { lookupSecrets, secretsFor } from './secrets.js'
 import { MemoryStore } from './stores/memory.js'
 import { quietly, type ClaimResult, type IdempotencyStore } from './stores/store.js'
@@ -369,7 +370,8 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
         let namespace = fixedNamespace
         if (namespace === undefined) {
           try {
-            const name = await (endpoint as EndpointLookup<R>)(request)
+            const name = await within((endpoint as EndpointLookup<R>)(request), opts.sourceSettings.readTimeoutMs)
+            if (name === TIMED_OUT) throw new Error('the `endpoint` function did not answer within secretReadTimeoutMs.')
             if (typeof name !== 'string' || name.length === 0) throw new TypeError('the `endpoint` function returned no endpoint name.')
             result.endpoint = name
             namespace = endpointNamespace(name)

@@ -76,10 +76,10 @@ function unreadable(cause: unknown, timedOut: boolean): WebhookVerificationError
   )
 }
 
-const TIMED_OUT = Symbol('timed out')
+export const TIMED_OUT = Symbol('timed out')
 
 /** `value` within `ms`, or {@link TIMED_OUT}; the timer never outlives the answer. */
-async function within<T>(value: Promise<T> | T, ms: number): Promise<T | typeof TIMED_OUT> {
+export async function within<T>(value: Promise<T> | T, ms: number): Promise<T | typeof TIMED_OUT> {
   if (!(value instanceof Promise) && typeof (value as { then?: unknown } | null)?.then !== 'function') return value as T
   let timer: ReturnType<typeof setTimeout> | undefined
   const late = new Promise<typeof TIMED_OUT>((done) => (timer = setTimeout(() => done(TIMED_OUT), ms)))

@@ -7,7 +7,7 @@
  */
 import { WebhookVerificationError } from './errors.js'
 import { importSecrets, secretProblem, type ResolvedVerifyOptions, type Secrets, type SecretSet } from './options.js'
-import { SourceCache } from './secret-cache.js'
+import { SourceCache, TIMED_OUT, within } from './secret-cache.js'
 import { isSecretSource, type SecretSource } from './secret-source.js'
 
 /** Imported keys by secret, shared by every lookup of a receiver: importing costs more than an HMAC. */
@@ -29,13 +29,20 @@ export function secretsFor(opts: ResolvedVerifyOptions, request: unknown): Secre
 export async function lookupSecrets(opts: ResolvedVerifyOptions, request: unknown): Promise<SecretSet> {
   let found: unknown
   try {
-    found = await opts.lookup!(request)
+    found = await within(opts.lookup!(request), opts.sourceSettings.readTimeoutMs)
   } catch (error) {
     throw new WebhookVerificationError(
       'secret_lookup_failed',
       'The `secret` function threw or rejected, so this delivery could not be checked. Answered 503 so the sender retries; ' +
         'see the cause, and cache secrets so a slow store does not fail every delivery.',
       { cause: error },
+    )
+  }
+  if (found === TIMED_OUT) {
+    throw new WebhookVerificationError(
+      'secret_lookup_failed',
+      'The `secret` function did not answer within secretReadTimeoutMs, so this delivery could not be checked. Answered 503 so the ' +
+        'sender retries; cache secrets so a slow store does not fail every delivery.',
     )
   }
   if (isSecretSource(found)) return tenantSource(opts, found).current()

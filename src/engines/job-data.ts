@@ -8,7 +8,7 @@ import { fromBase64, toBase64 } from '../base64.js'
 import type { WebhookHandler, WebhookHandlers } from '../receiver.js'
 import type { IdempotencyStore } from '../stores/store.js'
 import { positiveOption } from '../stores/deadline.js'
-import { callHook, lineSink, type WebhookLog } from '../visibility.js'
+import { callHook, lineSink, startupWarnings, type WebhookLog } from '../visibility.js'
 import type { WebhookTelemetry } from '../telemetry.js'
 import { DEFAULT_INBOX_RETENTION_MS, InboxError, type InboxDelivery } from '../inbox/inbox.js'
 import type { InboxWorkerResult, ProcessPolicy } from '../inbox/process.js'
@@ -133,8 +133,9 @@ export interface EngineProcessorOptions {
    */
   retentionMs?: number
   /**
-   * Where the processor's lines go (a handler's first failure and every fifth, a job sent to the
-   * dead letters), as the inbox worker's: a function taking one line, or false for none.
+   * Where the processor's lines go (a warning at creation for an `on` key that is no event type,
+   * a handler's first failure and every fifth, a job sent to the dead letters), as the inbox
+   * worker's: a function taking one line, or false for none.
    * @default console.warn
    */
   log?: WebhookLog
@@ -166,6 +167,9 @@ export function enginePolicy(engine: string, options: EngineProcessorOptions, ti
   if (store !== undefined && !isStore(store)) throw new TypeError(`svc-webhooks: the ${engine} processor's \`store\` must be an IdempotencyStore (RedisStore, PostgresStore).`)
   positiveOption(retentionMs, `${engine} processor retentionMs`)
   const lines = lineSink(options.log, `${engine} processor`, now)
+  // Once, at creation, as the receiver and the inbox worker do: a misspelled `on` key would
+  // complete every job of that type as `ignored`, unprocessed.
+  for (const line of startupWarnings(on, undefined)) lines.once(line)
   return {
     handlers: on as Record<string, WebhookHandler<unknown> | undefined>,
     ...(store && { store }),

@@ -263,11 +263,17 @@ export async function processDelivery(job: Job, policy: ProcessPolicy): Promise<
     }
   }
 
-  const controller = new AbortController()
   const outside = job.abort
+  if (outside?.aborted) {
+    // Aborted before the handler started (the lease lost, the engine took the job back, the
+    // worker gave up waiting): never start it. Due again at once; the ack answers false when
+    // the delivery is no longer ours.
+    if (store) await quietly(() => store.release(key, job.owner))
+    return retry(outside.reason, 0)
+  }
+  const controller = new AbortController()
   const follow = () => controller.abort(outside?.reason)
-  if (outside?.aborted) follow()
-  else outside?.addEventListener('abort', follow, { once: true })
+  outside?.addEventListener('abort', follow, { once: true })
   const { id, timestamp, signatureVersion, secretIndex, rawBody } = delivery
   const verified: VerifiedDelivery<unknown> = { id, timestamp, signatureVersion, secretIndex, rawBody, event, signal: controller.signal }
   const settled = await runWithDeadline(handler, event, verified, controller, policy.handlerTimeoutMs, scope)

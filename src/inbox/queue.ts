@@ -24,7 +24,7 @@
 import { fromBase64, toBase64 } from '../base64.js'
 import type { WebhookHandler, WebhookHandlers } from '../receiver.js'
 import { quietly, type ClaimResult, type IdempotencyStore } from '../stores/store.js'
-import { callHook, lineSink, type WebhookLog } from '../visibility.js'
+import { callHook, lineSink, startupWarnings, type WebhookLog } from '../visibility.js'
 import type { WebhookTelemetry } from '../telemetry.js'
 import { DEFAULT_INBOX_RETENTION_MS, type AppendResult, type InboxDelivery, type WebhookInboxProducer } from './inbox.js'
 import { processDelivery, retryDelay, type InboxWorkerResult, type ProcessPolicy } from './process.js'
@@ -225,8 +225,8 @@ export interface QueueConsumerOptions {
    */
   maxRetryDelayMs?: number
   /**
-   * Where the consumer's lines go (a handler's first failure and every fifth, a result that could
-   * not be recorded), as the worker's: a function taking one line, or false for none.
+   * Where the consumer's lines go (a warning at creation for an `on` key that is no event type, a
+   * handler's first failure and every fifth, a result that could not be recorded), as the worker's: a function taking one line, or false for none.
    * @default console.warn
    */
   log?: WebhookLog
@@ -261,6 +261,11 @@ export interface QueueConsumerOptions {
  * }
  */
 export function createQueueConsumer(options: QueueConsumerOptions): (batch: QueueBatchLike) => Promise<void> {
+  return queueConsumer(options, true)
+}
+
+/** {@link createQueueConsumer}; `warn` false where a receiver built alongside warns about the same `on`. */
+function queueConsumer(options: QueueConsumerOptions, warn: boolean): (batch: QueueBatchLike) => Promise<void> {
   const { on, store, onResult, now = Date.now } = options
   const { leaseMs = 15 * 60 * 1000, retentionMs = DEFAULT_INBOX_RETENTION_MS, firstRetryDelayMs = 1000, maxRetryDelayMs = 60 * 60 * 1000 } = options
   // Never longer than the claim: a shorter leaseMs given alone shortens the deadline with it.
@@ -270,6 +275,8 @@ export function createQueueConsumer(options: QueueConsumerOptions): (batch: Queu
   for (const [name, value] of Object.entries({ leaseMs, handlerTimeoutMs, retentionMs, firstRetryDelayMs, maxRetryDelayMs })) positive(value, name)
   if (handlerTimeoutMs > leaseMs) throw new TypeError('svc-webhooks: the Queue consumer `handlerTimeoutMs` must not exceed `leaseMs`: the id would be free while the handler still runs.')
   const lines = lineSink(options.log, 'queue consumer', now)
+  // Once, at creation: a misspelled `on` key would ack every message of that type unprocessed.
+  if (warn) for (const line of startupWarnings(on, undefined)) lines.once(line)
 
   // A logging hook must not turn a processed message into a retried one: callHook swallows its failures.
   const policy: ProcessPolicy = {
@@ -374,7 +381,8 @@ export function queueWorker(queue: QueueProducerLike, options: QueueWorkerOption
   if (inbox !== undefined) throw new TypeError('svc-webhooks: give `queue` or `inbox`, not both: with `queue` the Queue is the inbox.')
   if (store === undefined) throw new TypeError('svc-webhooks: `queue` needs `store: new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY)`: a Queue cannot tell a resend from a new delivery.')
   if (!(maxBodyBytes <= QUEUE_MAX_BODY_BYTES)) throw new TypeError(`svc-webhooks: with \`queue\`, \`maxBodyBytes\` must be at most ${QUEUE_MAX_BODY_BYTES}: a Queue message holds 128 KB.`)
-  const consume = createQueueConsumer({ on: on!, store, ...(retentionMs !== undefined && { retentionMs }), ...(log !== undefined && { log }), ...(handlerTimeoutMs !== undefined && { handlerTimeoutMs }), ...(onQueueResult && { onResult: onQueueResult }), ...(telemetry && { telemetry }) })
+  // The receiver built from the same options warns about `on` once: the consumer stays quiet.
+  const consume = queueConsumer({ on: on!, store, ...(retentionMs !== undefined && { retentionMs }), ...(log !== undefined && { log }), ...(handlerTimeoutMs !== undefined && { handlerTimeoutMs }), ...(onQueueResult && { onResult: onQueueResult }), ...(telemetry && { telemetry }) }, false)
   const producer = new QueueInbox(queue, { store, ...(retentionMs !== undefined && { retentionMs }) })
   return { receiver: { inbox: producer, maxBodyBytes }, consume }
 }

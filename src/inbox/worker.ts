@@ -132,8 +132,9 @@ export interface InboxWorker {
   /** Starts taking deliveries and logs the startup warnings. Calling it again does nothing. */
   start(): void
   /**
-   * Stops taking deliveries: what a take in flight brings back is handed back unrun (its lease
-   * ended at once, so another worker takes it now), and the handlers already started are waited
+   * Stops taking deliveries: what a take in flight brings back, and what was taken but still
+   * waits its turn (behind a suspect that runs alone), is handed back unrun (its lease ended at
+   * once, so another worker takes it now), and the handlers already started are waited
    * for, at most `timeoutMs`. Past that their `delivery.signal` is aborted and `stop()` resolves;
    * their deliveries are taken over once their leases expire.
    */
@@ -258,13 +259,19 @@ class Lease {
 class SuspectGate {
   private running = 0
   private alone = false
-  private readonly waiting: { solo: boolean; go: () => void }[] = []
+  private readonly waiting: { solo: boolean; go: (admitted: boolean) => void }[] = []
 
-  enter(solo: boolean): Promise<void> {
+  /** Resolves true once admitted (then `leave` must follow), false when turned away by {@link turnAway}. */
+  enter(solo: boolean): Promise<boolean> {
     return new Promise((go) => {
       this.waiting.push({ solo, go })
       this.admit()
     })
+  }
+
+  /** Sends every waiting entry away unadmitted (the worker is stopping). */
+  turnAway(): void {
+    for (const next of this.waiting.splice(0)) next.go(false)
   }
 
   leave(solo: boolean): void {
@@ -279,7 +286,7 @@ class SuspectGate {
       this.waiting.shift()
       if (next.solo) this.alone = true
       else this.running++
-      next.go()
+      next.go(true)
       if (next.solo) return
     }
   }
@@ -371,7 +378,15 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
     }
     const job = { delivery: entry, attempts: entry.attempts + 1, stalled, retriesSince: entry.retriesSince ?? entry.receivedAt, owner: entry.lease, acks, abort: lease.controller.signal }
     const task: Promise<void> = (async () => {
-      await gate.enter(solo)
+      const admitted = await gate.enter(solo)
+      // stop() came while this entry waited its turn: it was taken but never started, so it is
+      // handed back unrun like what a take in flight brings (another worker takes it now).
+      if (!admitted || !running) {
+        if (admitted) gate.leave(solo)
+        // No renewal may land after the hand-back and hide the entry again.
+        lease.end()
+        return handBack(entry)
+      }
       try {
         await processDelivery(job, policy)
       } finally {
@@ -478,6 +493,8 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
       running = false
       watching?.stop()
       wake?.()
+      // Entries waiting behind a suspect (or a full gate) are handed back now, not after it ends.
+      gate.turnAway()
       let timer: ReturnType<typeof setTimeout> | undefined
       let timedOut = false
       const timeout = new Promise<void>((resolve) => (timer = setTimeout(() => resolve(void (timedOut = true)), timeoutMs)))

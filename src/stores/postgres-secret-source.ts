@@ -8,12 +8,16 @@ import { positiveOption, withDeadline } from './deadline.js'
 import { isPostgresRefusal, quoteTable, type PostgresQueryable } from './postgres-client.js'
 import { parseState, sourceError, stateText } from './source-state.js'
 
-/** Options of {@link PostgresSecretSource}: give `pool` (recommended) or `client`. */
+/** Options of {@link PostgresSecretSource}. */
 export interface PostgresSecretSourceOptions {
-  /** A `pg` Pool. */
-  pool?: PostgresQueryable
-  /** A connected `pg` Client, when you do not use a pool. */
-  client?: PostgresQueryable
+  /** A `pg` Pool: it opens fresh connections after the database restarts. */
+  pool: PostgresQueryable
+  /**
+   * Not accepted: a `pg.Client` never reconnects after a database restart, so every later read
+   * would fail and a rotation would never be seen. Pass `pool`.
+   * @deprecated A TypeError at construction.
+   */
+  client?: never
   /** The row's name: one per endpoint, e.g. its id. */
   name: string
   /**
@@ -74,10 +78,11 @@ export class PostgresSecretSource implements SecretSource {
   private created: Promise<void> | undefined
 
   constructor({ pool, client, name, table = 'svc_webhooks_secrets', createTable = true, timeoutMs = 1500 }: PostgresSecretSourceOptions) {
-    const db = pool ?? client
-    if (typeof db?.query !== 'function') {
-      throw new TypeError('svc-webhooks: PostgresSecretSource needs `pool` (new pg.Pool(...)) or a connected `client`.')
+    if (client !== undefined) {
+      throw new TypeError('svc-webhooks: PostgresSecretSource takes `pool` (new pg.Pool(...)), not `client`: a pg.Client does not reconnect after the database restarts. For one connection pass new pg.Pool({ ..., max: 1 }).')
     }
+    const db = pool
+    if (typeof db?.query !== 'function') throw new TypeError('svc-webhooks: PostgresSecretSource needs `pool` (new pg.Pool(...)).')
     if (typeof name !== 'string' || name.length === 0) throw new TypeError('svc-webhooks: PostgresSecretSource `name` must be a non-empty string.')
     if (typeof createTable !== 'boolean') throw new TypeError('svc-webhooks: PostgresSecretSource `createTable` must be a boolean.')
     positiveOption(timeoutMs, 'PostgresSecretSource `timeoutMs`')

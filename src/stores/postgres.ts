@@ -2,11 +2,11 @@
  * `svc-webhooks/postgres`, for receivers that already run on Postgres: `PostgresStore`, the
  * idempotency store, `PostgresInbox`, the durable inbox (src/inbox/postgres.ts), and
  * `PostgresSecretSource`, the endpoint's secrets shared by every process
- * (postgres-secret-source.ts). The store
- * takes a `pg` Pool or Client (any object with `query(text, values)`), the inbox a Pool only (it
- * must outlive a database restart); both time leases and expiries by the database clock. The store keeps one row per delivery id with an expiry column; claim, complete
- * and release are one statement each (INSERT ... ON CONFLICT), so a fresh delivery costs two
- * round trips.
+ * (postgres-secret-source.ts). The store and the inbox take a `pg` Pool only, never a Client
+ * (they must outlive a database restart, and a Client does not reconnect), and time leases and
+ * expiries by the database clock. The store keeps one row per delivery id with an expiry column;
+ * claim, complete and release are one statement each (INSERT ... ON CONFLICT), so a fresh
+ * delivery costs two round trips.
  */
 import type { ClaimResult, IdempotencyStore } from './store.js'
 import { positiveOption, withDeadline } from './deadline.js'
@@ -16,12 +16,20 @@ export type { PostgresQueryable } from './postgres-client.js'
 export { PostgresInbox, createInboxTableSql, type PostgresInboxOptions } from '../inbox/postgres.js'
 export { PostgresSecretSource, createSecretTableSql, type PostgresSecretSourceOptions } from './postgres-secret-source.js'
 
-/** Options of {@link PostgresStore}: give `pool` (recommended) or `client`. */
+/** Options of {@link PostgresStore}. */
 export interface PostgresStoreOptions {
-  /** A `pg` Pool. Attach `pool.on('error', ...)`: an idle connection dropped by a restart emits one. */
-  pool?: PostgresQueryable
-  /** A connected `pg` Client, when you do not use a pool. */
-  client?: PostgresQueryable
+  /**
+   * A `pg` Pool (`new pg.Pool({ ..., max: 1 })` for a single connection): a Pool opens fresh
+   * connections after the database restarts. Attach `pool.on('error', ...)`: an idle connection
+   * dropped by a restart emits one.
+   */
+  pool: PostgresQueryable
+  /**
+   * Not accepted: a `pg.Client` never reconnects after a database restart, so every later
+   * operation would fail (503 for good). Pass `pool`.
+   * @deprecated Removed: a TypeError at construction.
+   */
+  client?: never
   /**
    * The table, optionally schema-qualified (`schema.table`). Create it with `ensureTable()` or
    * the statement from `createTableSql()`.
@@ -73,9 +81,14 @@ export class PostgresStore implements IdempotencyStore {
   private readonly sql: { claim: string; complete: string; release: string; sweep: string }
 
   constructor({ pool, client, table = 'svc_webhooks_deliveries', timeoutMs = 2000 }: PostgresStoreOptions) {
-    const db = pool ?? client
+    if (client !== undefined) {
+      throw new TypeError(
+        'svc-webhooks: PostgresStore takes `pool` (new pg.Pool(...)), not `client`: a pg.Client does not reconnect after the database restarts, so every later claim would fail and every delivery be answered 503. For one connection pass new pg.Pool({ ..., max: 1 }).',
+      )
+    }
+    const db = pool
     if (typeof db?.query !== 'function') {
-      throw new TypeError('svc-webhooks: PostgresStore needs `pool` (new pg.Pool(...)) or a connected `client`.')
+      throw new TypeError('svc-webhooks: PostgresStore needs `pool`, a pg Pool (new pg.Pool(...)).')
     }
     positiveOption(timeoutMs, 'PostgresStore `timeoutMs`')
     const t = quoteTable(table)

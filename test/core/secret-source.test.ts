@@ -359,3 +359,27 @@ describe('the `secret` function\'s key cache', () => {
     }
   })
 })
+
+describe('a deadline on the `secret` and `endpoint` functions', () => {
+  const never = () => new Promise<never>(() => {})
+  const send = async (options: Partial<WebhookReceiverOptions>) => {
+    const lines: string[] = []
+    const receiver = createWebhookReceiver({ secret: A, on: { 'message.received': () => {} }, secretReadTimeoutMs: 50, log: (line) => lines.push(line), ...options } as WebhookReceiverOptions)
+    const signed = await signWebhook({ secret: A, event: sampleEvent('message.received') })
+    return { answer: await receiver.handle({ method: 'POST', body: signed.body, headers: signed.headers }), lines }
+  }
+
+  it('a `secret` function that never answers is 503 secret_lookup_failed with Retry-After after secretReadTimeoutMs, not a request held past the sender\'s 10 s', async () => {
+    const { answer, lines } = await send({ secret: never, endpoint: 'shop' })
+    expect(answer.status).toBe(503)
+    expect(JSON.parse(answer.body)).toEqual({ ok: false, code: 'secret_lookup_failed' })
+    expect(Number(answer.headers['retry-after'])).toBeGreaterThan(0)
+    expect(lines.join('\n')).toMatch(/did not answer within secretReadTimeoutMs/)
+  })
+
+  it('an `endpoint` function that never answers is 503 secret_lookup_failed too', async () => {
+    const { answer } = await send({ secret: () => A, endpoint: never })
+    expect(answer.status).toBe(503)
+    expect(JSON.parse(answer.body)).toEqual({ ok: false, code: 'secret_lookup_failed' })
+  })
+})

@@ -6,7 +6,9 @@
  * handler retried by the job's attempts then in the failed set, a job that is not a delivery
  * failed at once, an id another run holds delayed without spending an attempt, a worker killed
  * after its handler succeeded (the job taken back by the stalled check) running the handler once
- * with a store and twice without, and an append rejecting while Redis is down.
+ * with a store and twice without, an append rejecting while Redis is down, the receive scope's
+ * trace context reaching the processor's process scope, and (no server) the processor's startup
+ * warning for an `on` key that is no event type.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
@@ -15,7 +17,7 @@ import { createInterface } from 'node:readline'
 import { Queue, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { isInboxError, type InboxWorkerResult, type VerifiedDelivery } from 'svc-webhooks'
+import { createWebhookReceiver, isInboxError, type InboxWorkerResult, type VerifiedDelivery, type WebhookTelemetry } from 'svc-webhooks'
 import { BullMQInbox, bullmqJobId, createBullMQProcessor, type DeliveryJobData } from 'svc-webhooks/bullmq'
 import { createNodeHandler } from 'svc-webhooks/node'
 import { RedisStore } from 'svc-webhooks/redis'
@@ -27,6 +29,28 @@ import { inboxDelivery } from '../inbox/contract.js'
 import { describeProducerContract } from './producer-contract.js'
 
 const SECRET = 'svc_whsec_bullmq_engine_tests'
+
+/**
+ * A telemetry that records: each receive scope hands out its own trace context, each process
+ * scope notes the trace context it was started with and how it ended.
+ */
+function recordingTelemetry() {
+  const received: string[] = []
+  const processed: { id: string; traceparent?: string; outcome?: string }[] = []
+  const telemetry: WebhookTelemetry = {
+    receive() {
+      const traceparent = `00-${randomUUID().replaceAll('-', '')}-${randomUUID().replaceAll('-', '').slice(0, 16)}-01`
+      received.push(traceparent)
+      return { verified: () => {}, run: (fn) => fn(), traceparent: () => traceparent, end: () => {} }
+    },
+    process(start) {
+      const seen: (typeof processed)[number] = { id: start.id, ...(start.traceparent !== undefined && { traceparent: start.traceparent }) }
+      processed.push(seen)
+      return { verified: () => {}, run: (fn) => fn(), traceparent: () => start.traceparent, end: (result) => void (seen.outcome = result.outcome) }
+    },
+  }
+  return { telemetry, received, processed }
+}
 const WORKER = new URL('../support/engine-worker.mjs', import.meta.url)
 
 describeWithRedis('svc-webhooks/bullmq', () => {
@@ -141,6 +165,18 @@ describeWithRedis('svc-webhooks/bullmq', () => {
     expect(results.map((r) => r.outcome)).toEqual(['processed'])
     // Completed, and still known: a resend is a duplicate.
     expect((await post()).status).toBe(200)
+  })
+
+  it("trace context: the job carries the receive scope's traceparent, and the processor's process scope is started with it", async () => {
+    const queue = freshQueue()
+    const { telemetry, received, processed } = recordingTelemetry()
+    const receiver = createWebhookReceiver({ secret: SECRET, inbox: new BullMQInbox({ queue }), log: false, telemetry })
+    const signed = await signWebhook({ secret: SECRET, event: sampleEvent('message.received'), id: `evt_${randomUUID()}` })
+    expect((await receiver.handle({ method: 'POST', body: signed.rawBody, headers: signed.headers })).status).toBe(202)
+    expect(received).toHaveLength(1)
+    worker(queue, createBullMQProcessor({ on: { 'message.received': () => {} }, log: false, telemetry }))
+    expect(await eventually(async () => (await queue.getJobCounts('completed')).completed === 1)).toBe(true)
+    expect(processed).toEqual([{ id: signed.id, traceparent: received[0], outcome: 'processed' }])
   })
 
   it("a failing handler is retried by the job's attempts and backoff, then lands in the failed set", async () => {
@@ -270,3 +306,16 @@ describeWithRedis('svc-webhooks/bullmq', () => {
 })
 
 
+
+describe('createBullMQProcessor startup warnings (no server)', () => {
+  it('warns once, at creation, about an `on` key that is no event type; a valid `on` writes nothing', () => {
+    const lines: string[] = []
+    createBullMQProcessor({ on: { 'message.recieved': () => {} } as never, log: (line) => void lines.push(line) })
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toContain('"message.recieved"')
+    expect(lines[0]).toContain('Did you mean "message.received"?')
+    const quiet: string[] = []
+    createBullMQProcessor({ on: { 'message.received': () => {} }, log: (line) => void quiet.push(line) })
+    expect(quiet).toEqual([])
+  })
+})

@@ -6,7 +6,9 @@
  * `boss.work` running the handler once, a failing handler retried by the queue's retryLimit then
  * in its deadLetter queue, per-job results in a batch, a worker killed after its handler
  * succeeded (the job expired and fetched again) running the handler once with a store and twice
- * without, and an append rejecting while Postgres is down.
+ * without, an append rejecting while Postgres is down, the receive scope's trace context reaching
+ * the handler's process scope, and (no server) the handler's startup warning for an `on` key that
+ * is no event type.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
@@ -15,7 +17,7 @@ import { createInterface } from 'node:readline'
 import pg from 'pg'
 import { PgBoss } from 'pg-boss'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { isInboxError, type InboxWorkerResult, type VerifiedDelivery } from 'svc-webhooks'
+import { createWebhookReceiver, isInboxError, type InboxWorkerResult, type VerifiedDelivery, type WebhookTelemetry } from 'svc-webhooks'
 import { createNodeHandler } from 'svc-webhooks/node'
 import { PgBossInbox, createPgBossHandler, pgBossJobId, type DeliveryJobData } from 'svc-webhooks/pg-boss'
 import { PostgresStore } from 'svc-webhooks/postgres'
@@ -27,6 +29,28 @@ import { inboxDelivery } from '../inbox/contract.js'
 import { describeProducerContract } from './producer-contract.js'
 
 const SECRET = 'svc_whsec_pg_boss_engine_tests'
+
+/**
+ * A telemetry that records: each receive scope hands out its own trace context, each process
+ * scope notes the trace context it was started with and how it ended.
+ */
+function recordingTelemetry() {
+  const received: string[] = []
+  const processed: { id: string; traceparent?: string; outcome?: string }[] = []
+  const telemetry: WebhookTelemetry = {
+    receive() {
+      const traceparent = `00-${randomUUID().replaceAll('-', '')}-${randomUUID().replaceAll('-', '').slice(0, 16)}-01`
+      received.push(traceparent)
+      return { verified: () => {}, run: (fn) => fn(), traceparent: () => traceparent, end: () => {} }
+    },
+    process(start) {
+      const seen: (typeof processed)[number] = { id: start.id, ...(start.traceparent !== undefined && { traceparent: start.traceparent }) }
+      processed.push(seen)
+      return { verified: () => {}, run: (fn) => fn(), traceparent: () => start.traceparent, end: (result) => void (seen.outcome = result.outcome) }
+    },
+  }
+  return { telemetry, received, processed }
+}
 const WORKER = new URL('../support/engine-worker.mjs', import.meta.url)
 /** A delivery whose body is an event the handlers run for. */
 const runnable = () => inboxDelivery({ rawBody: new TextEncoder().encode(JSON.stringify(sampleEvent('message.received'))) })
@@ -148,6 +172,19 @@ describeWithPostgres('svc-webhooks/pg-boss', () => {
     }
   })
 
+  it("trace context: the job carries the receive scope's traceparent, and the handler's process scope is started with it", async () => {
+    const queue = await freshQueue()
+    const { telemetry, received, processed } = recordingTelemetry()
+    const receiver = createWebhookReceiver({ secret: SECRET, inbox: new PgBossInbox({ boss, queue }), log: false, telemetry })
+    const signed = await signWebhook({ secret: SECRET, event: sampleEvent('message.received'), id: `evt_${randomUUID()}` })
+    expect((await receiver.handle({ method: 'POST', body: signed.rawBody, headers: signed.headers })).status).toBe(202)
+    expect(received).toHaveLength(1)
+    await work(queue, {}, createPgBossHandler({ on: { 'message.received': () => {} }, log: false, telemetry }))
+    const id = pgBossJobId(`default:${signed.id}`)
+    expect(await eventually(async () => (await state(queue, id)) === 'completed')).toBe(true)
+    expect(processed).toEqual([{ id: signed.id, traceparent: received[0], outcome: 'processed' }])
+  })
+
   it("a failing handler is retried by the queue's retryLimit, then moved to its deadLetter queue", async () => {
     const queue = await freshQueue({ retryLimit: 2, retryDelay: 0 })
     const d = runnable()
@@ -259,5 +296,18 @@ describeWithPostgres('svc-webhooks/pg-boss', () => {
     const d = inboxDelivery()
     expect(await eventually(async () => (await inbox.append(d).catch(() => 'down')) !== 'down', 200)).toBe(true)
     expect(await inbox.append(d)).toBe('duplicate')
+  })
+})
+
+describe('createPgBossHandler startup warnings (no server)', () => {
+  it('warns once, at creation, about an `on` key that is no event type; a valid `on` writes nothing', () => {
+    const lines: string[] = []
+    createPgBossHandler({ on: { 'message.recieved': () => {} } as never, log: (line) => void lines.push(line) })
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toContain('"message.recieved"')
+    expect(lines[0]).toContain('Did you mean "message.received"?')
+    const quiet: string[] = []
+    createPgBossHandler({ on: { 'message.received': () => {} }, log: (line) => void quiet.push(line) })
+    expect(quiet).toEqual([])
   })
 })

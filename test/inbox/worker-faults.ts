@@ -8,8 +8,10 @@
  * - a refused ack is reported as refused, not retried; `false` from extend is a lost lease;
  * - a delivery handed out too often with no result is buried, never run;
  * - a handler that never settles frees its slot at `handlerTimeoutMs`;
- * - `stop()` hands back what a take in flight brings and waits for what it started;
+ * - `stop()` hands back what a take in flight brings, and what waits its turn at the gate, and
+ *   waits for what it started; a handler whose signal is aborted before it starts never starts;
  * - error text is stored without U+0000, lone surrogates, or unbounded length;
+ * - a requeued dead letter that fails again is retried, its budget counted from the requeue;
  * - throwing hooks end nothing; the default log says what happened, never the body or a message.
  */
 import { randomUUID } from 'node:crypto'
@@ -205,6 +207,30 @@ export function describeWorkerFaults(name: string, fresh: FaultInboxFactory): vo
       expect(lines.some((l) => l.includes('lost the lease'))).toBe(true)
     })
 
+    it('a lease lost before the handler starts (during a slow store claim): the handler is never started, the claim is released', async () => {
+      const inbox = await fresh()
+      const d = textDelivery('lost before start')
+      await inbox.append(d)
+      const lost = wrap(inbox, { extend: async () => false, retry: async () => false, complete: async () => false })
+      const memory = new MemoryStore()
+      let claimed = false
+      const store = {
+        // Slower than the first renewal (every 30 ms), which answers that the lease is gone.
+        claim: async (key: string, owner: string, ms: number) => ((claimed = true), await sleep(150), memory.claim(key, owner, ms)),
+        complete: (key: string, owner: string, ms: number) => memory.complete(key, owner, ms),
+        release: (key: string, owner: string) => memory.release(key, owner),
+      }
+      const { worker, runs, results } = testWorker(lost, () => {}, { store, visibilityTimeoutMs: 90 })
+      worker.start()
+      await until(() => results.length === 1)
+      await worker.stop()
+      expect(claimed).toBe(true)
+      expect(runs).toEqual([])
+      expect(results[0]).toMatchObject({ outcome: 'lease_lost', id: d.id })
+      // Released: the worker that holds the delivery now can claim it.
+      expect(await memory.claim(`tenant:${d.id}`, 'next-owner', 1000)).toBe('claimed')
+    })
+
     it('a delivery handed out more than maxStalledCount times without a result is buried with the reason, never run', async () => {
       const inbox = await fresh()
       const d = textDelivery('poison')
@@ -291,6 +317,45 @@ export function describeWorkerFaults(name: string, fresh: FaultInboxFactory): vo
       expect(again.map((e) => e.id)).toEqual([d.id])
     })
 
+    it('stop() while a handler runs: deliveries taken but waiting behind a suspect are handed back unrun, never started', async () => {
+      const inbox = await fresh()
+      const first = textDelivery('first')
+      await inbox.append(first)
+      let releaseTakes!: () => void
+      const takesReleased = new Promise<void>((resolve) => (releaseTakes = resolve))
+      let takes = 0
+      // The worker's first take brings the first delivery alone; its next waits until the suspect is set up.
+      const held = wrap(inbox, {
+        take: async (max, ms) => {
+          if (++takes > 1) await takesReleased
+          return inbox.take(max, ms)
+        },
+      })
+      let finishFirst!: () => void
+      const firstFinishes = new Promise<void>((resolve) => (finishFirst = resolve))
+      const { worker, runs } = testWorker(held, (text) => (text === 'first' ? firstFinishes : undefined))
+      worker.start()
+      await until(() => runs.length === 1)
+      // A suspect: handed out once before, its lease lapsed with no result, so it runs alone.
+      const suspect = textDelivery('suspect')
+      await inbox.append(suspect)
+      expect((await inbox.take(1, 1)).map((e) => e.id)).toEqual([suspect.id])
+      await sleep(20)
+      const healthy = textDelivery('healthy')
+      await inbox.append(healthy)
+      releaseTakes()
+      // Both taken: they wait for the first handler to end, the suspect alone and the healthy one behind it.
+      await until(() => worker.active === 3)
+      const stopped = worker.stop()
+      finishFirst()
+      await stopped
+      await sleep(100)
+      expect(runs).toEqual([first.id])
+      // Handed back: due now, not after their 60 s leases.
+      const again = await inbox.take(10, 1000)
+      expect(again.map((e) => e.id).sort()).toEqual([suspect.id, healthy.id].sort())
+    })
+
     it('stop() resolves only once the handlers it started have finished', async () => {
       const inbox = await fresh()
       for (let i = 0; i < 3; i++) await inbox.append(textDelivery(`slow ${i}`))
@@ -340,6 +405,29 @@ export function describeWorkerFaults(name: string, fresh: FaultInboxFactory): vo
       expect(letter!.lastError.length).toBeLessThanOrEqual(2000)
       expect(letter!.lastError.includes('\u0000')).toBe(false)
       expect(letter!.lastError).not.toMatch(/[\uD800-\uDFFF]/)
+    })
+
+    it('a requeued dead letter gets a full retry budget: failing again, it is retrying, not dead at once', async () => {
+      const inbox = await fresh()
+      const d = textDelivery('requeue budget')
+      await inbox.append(d)
+      const { worker, results } = testWorker(
+        inbox,
+        () => {
+          throw new Error('still failing')
+        },
+        { maxRetryAgeMs: 300 },
+      )
+      worker.start()
+      await until(() => results.some((r) => r.outcome === 'dead'))
+      const before = results.length
+      // Requeued once maxRetryAgeMs has passed since it was received: only a budget counted from
+      // the requeue lets it retry.
+      await sleep(300)
+      expect(await inbox.requeue(d.keys[0]!)).toBe(true)
+      await until(() => results.length > before)
+      await worker.stop()
+      expect(results[before]).toMatchObject({ id: d.id, outcome: 'retrying', attempts: 1, retryInMs: 20 })
     })
 
     it('a throwing or rejecting onError and onResult end nothing: the worker goes on', async () => {
@@ -452,6 +540,24 @@ export function describeWorkerLog(name: string, fresh: FaultInboxFactory): void 
       await worker.stop()
       expect(lines.filter((l) => l.includes('did not answer a take'))).toHaveLength(1)
       expect(lines.filter((l) => l.includes('answers again, after 5 failed take(s)'))).toHaveLength(1)
+    })
+
+    it('with no `log`, the lines go to console.warn: the `on` typo warning among them', async () => {
+      const inbox = await fresh()
+      const warn = console.warn
+      const seen: string[] = []
+      console.warn = (...args: unknown[]) => void seen.push(args.map(String).join(' '))
+      try {
+        const worker = createInboxWorker({ inbox, pollIntervalMs: 10, on: { 'message.recieved': () => {} } as never })
+        // Startup warnings are written by start() itself.
+        worker.start()
+        await worker.stop()
+      } finally {
+        console.warn = warn
+      }
+      const typo = seen.filter((l) => l.includes('"message.recieved"'))
+      expect(typo).toHaveLength(1)
+      expect(typo[0]).toContain('Did you mean "message.received"?')
     })
 
     it('log: false silences every line', async () => {

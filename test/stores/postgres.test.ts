@@ -206,3 +206,15 @@ describeWithPostgres('PostgresStore', () => {
     }
   })
 })
+
+describe('PostgresStore options (no server)', () => {
+  it('refuses a pg.Client (`client`), which never reconnects after a database restart, saying to pass a pg.Pool', () => {
+    const client = new pg.Client({ connectionString: 'postgres://127.0.0.1:1/none' })
+    expect(() => new PostgresStore({ client } as never)).toThrow(TypeError)
+    expect(() => new PostgresStore({ client } as never)).toThrow(/not `client`.*pg\.Client does not reconnect.*pg\.Pool/)
+    // With a pool beside it the client is refused all the same: it would be a silent choice otherwise.
+    const pool = new pg.Pool({ connectionString: 'postgres://127.0.0.1:1/none' })
+    expect(() => new PostgresStore({ pool, client } as never)).toThrow(TypeError)
+    expect(new PostgresStore({ pool }).table).toBe('svc_webhooks_deliveries')
+  })
+})

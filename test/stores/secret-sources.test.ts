@@ -200,7 +200,8 @@ describeWithPostgres('PostgresSecretSource', () => {
   })
 
   it('rejects options it cannot use when created', () => {
-    expect(() => new PostgresSecretSource({ name: 'x' })).toThrow(/needs `pool`/)
+    expect(() => new PostgresSecretSource({ name: 'x' } as never)).toThrow(/needs `pool`/)
+    expect(() => new PostgresSecretSource({ client: pool as never, name: 'x' } as never)).toThrow(/not `client`: a pg.Client does not reconnect/)
     expect(() => new PostgresSecretSource({ pool, name: '' })).toThrow(/`name`/)
     expect(() => new PostgresSecretSource({ pool, name: 'x', table: 'a; DROP TABLE b' })).toThrow(/`table`/)
   })
