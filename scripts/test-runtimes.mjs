@@ -48,6 +48,8 @@ const NODE_MATRIX_EXCLUDE = [
   'test/adapters/next*.test.ts',
   'test/soak.test.ts', // a load run, not a version check
   'test/engines/outage.test.ts', // likewise
+  'test/service/lifecycle-bars.test.ts', // likewise: three receiver processes under 20 deliveries/s
+  'test/hardening/log-flood.test.ts', // likewise: floods of forged deliveries
   'test/lambda-types.test.ts', // tsc over the docs' types: the compiler, not the runtime
   'test/types-node10.test.ts', // likewise
   'examples/**',
