@@ -26,7 +26,7 @@ interface Row {
 const FORWARD = 'forward every svc-webhook-* header'
 const UNCHANGED = 'forward the header unchanged'
 
-/** A refusal: answered `{ ok: false, code }` with the code as its outcome's reason. */
+/** A refusal's row: outcome `refused`, body `{ ok: false, code }` (a test checks the code is the row's name). */
 const refused = <C extends string, S extends number>(code: C, status: S, cause: string, fix: string) =>
   ({ outcome: 'refused', status, body: { ok: false, code }, cause, fix }) as const
 
