@@ -7,7 +7,7 @@
  * counts its consecutive failing answers to the sender, warning well before the sender disables
  * the endpoint at 20 (spec/service-api.md §6.3). `stats()` reads the same counters, exact.
  */
-import type { WebhookAnswerCode, WebhookOutcome } from './answers.js'
+import { ANSWERS, type AnswerName, type AnswerRow, type WebhookAnswerCode, type WebhookOutcome } from './answers.js'
 import { isWebhookVerificationError } from './errors.js'
 import { KNOWN_EVENT_TYPES } from './events.js'
 import type { InboxStats } from './inbox/inbox.js'
@@ -159,13 +159,6 @@ export function startupWarnings(on: object | undefined, secrets: readonly unknow
   return lines
 }
 
-/** What to do about an outcome that is not a verification error. */
-const ADVICE: Partial<Record<WebhookOutcome, string>> = {
-  handler_failed: 'the handler threw; answered 500, so the sender retries. Fix the handler, or use `inbox` so failures are retried without failing the sender.',
-  store_unavailable: 'the idempotency store did not answer; answered 503 with Retry-After. Is Redis/Postgres reachable?',
-  inbox_unavailable: 'the inbox did not take the delivery; answered 503 with Retry-After. Is Redis/Postgres reachable?',
-}
-
 /** The line logged for a result, or undefined when it is not worth one. Never the body, a secret, or an error message that could quote them. */
 export function resultLine(result: {
   outcome: WebhookOutcome
@@ -175,7 +168,10 @@ export function resultLine(result: {
   endpoint?: string
   error?: unknown
 }): string | undefined {
-  if (result.outcome !== 'refused' && !ADVICE[result.outcome] && !(result.outcome === 'processed' && result.error !== undefined)) return undefined
+  // A refusal's line gives its error's message, which speaks of this request; another row's, its cause and fix.
+  const row: AnswerRow | undefined = result.outcome === 'refused' ? undefined : ANSWERS[result.outcome as AnswerName]
+  const failed = row !== undefined && row.status >= 500
+  if (result.outcome !== 'refused' && !failed && !(result.outcome === 'processed' && result.error !== undefined)) return undefined
   // The endpoint of a refused request can be a name taken from its URL: escaped and capped.
   const endpoint = result.endpoint && result.endpoint !== 'default' ? `endpoint ${printable(result.endpoint)}` : undefined
   const about = [result.id === undefined ? undefined : `delivery ${result.id}`, endpoint].filter(Boolean).join(', ')
@@ -184,10 +180,9 @@ export function resultLine(result: {
     const why = isWebhookVerificationError(result.error) ? result.error.message : `an unexpected error (${describeError(result.error)}).`
     return `svc-webhooks: ${result.status} ${result.code}${where}: ${why}`
   }
-  const advice = ADVICE[result.outcome]
-  if (advice) {
+  if (failed) {
     const error = result.error === undefined ? '' : ` (${describeError(result.error)})`
-    return `svc-webhooks: ${result.status} ${result.code}${where}: ${advice}${error}`
+    return `svc-webhooks: ${result.status} ${result.code}${where}: ${row.cause}; ${row.fix}.${error}`
   }
   // Ours (the handler outlasted its lease), or the store's: recording the completion failed.
   const but = isOwnError(result.error) ? result.error.message : `the store did not record it, so a retry may run it again (${describeError(result.error)})`

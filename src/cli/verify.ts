@@ -2,7 +2,7 @@
  * `svc-webhooks verify`: checks a captured request and says which rule fails and how to fix it.
  * The verdict is the core's; the diagnosis (diagnose.ts) explains it.
  */
-import { ERROR_STATUS } from '../errors.js'
+import { ANSWERS } from '../answers.js'
 import { parseRawRequest, parseHeaders, type CapturedHeaders } from './capture.js'
 import { defineCommand, EXIT, integer, readBytes, readText, UsageError } from './command.js'
 import { diagnose } from './diagnose.js'
@@ -65,7 +65,7 @@ whitespace in the secret, missing headers.`,
       lines.push('refused: the receiver would not start with this secret (see "whitespace in the secret")')
     } else {
       const code = result.code ?? 'invalid_signature'
-      lines.push(`refused: ${code} (a receiver answers ${result.status ?? ERROR_STATUS[code]})`)
+      lines.push(`refused: ${code} (a receiver answers ${result.status ?? ANSWERS[code].status})`)
     }
     lines.push('')
     for (const check of result.checks) lines.push(`  ${check.notRun ? '--  ' : check.ok ? 'ok  ' : 'FAIL'}  ${check.rule.padEnd(10)} ${check.detail}`)

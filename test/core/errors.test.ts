@@ -8,6 +8,7 @@ import { inspect } from 'node:util'
 import { describe, expect, it } from 'vitest'
 import * as esm from 'svc-webhooks'
 import {
+  ANSWERS,
   createWebhookReceiver,
   ERROR_STATUS,
   isWebhookVerificationError,
@@ -46,6 +47,36 @@ it('has exactly these codes, with these statuses', () => {
   const error = new WebhookVerificationError('invalid_signature', 'no match', { cause: 'why' })
   expect(error).toBeInstanceOf(Error)
   expect(error).toMatchObject({ name: 'WebhookVerificationError', code: 'invalid_signature', status: 401, cause: 'why' })
+})
+
+describe('the answers table', () => {
+  const rows = Object.entries(ANSWERS)
+
+  it('gives every code of ERROR_STATUS a refusal row: its status, and { ok: false, code } as the body', () => {
+    for (const [code, status] of Object.entries(ERROR_STATUS)) {
+      expect(ANSWERS[code as WebhookErrorCode], code).toMatchObject({ outcome: 'refused', status, body: { ok: false, code } })
+    }
+  })
+
+  it('sends Retry-After exactly with a 429 or 503, and closes the connection only for a body that never finished arriving', () => {
+    for (const [name, row] of rows) expect('retryAfter' in row && row.retryAfter === true, name).toBe(row.status === 429 || row.status === 503)
+    expect(rows.filter(([, row]) => 'close' in row && row.close).map(([name]) => name)).toEqual(['body_timeout'])
+  })
+
+  it('names the code in the body of every answer that is not a 2xx', () => {
+    for (const [name, row] of rows) expect(row.body, name).toEqual(row.status < 300 ? expect.objectContaining({ ok: true }) : { ok: false, code: name })
+  })
+
+  it('gives every row a short cause and fix, as the log, the CLI and the README print them', () => {
+    for (const [name, row] of rows) {
+      for (const text of [row.cause, row.fix]) {
+        expect(text.length, `${name}: ${text}`).toBeGreaterThan(10)
+        expect(text.length, `${name}: ${text}`).toBeLessThanOrEqual(160)
+        // The printers add the punctuation.
+        expect(text, name).not.toMatch(/[.;:\s]$/)
+      }
+    }
+  })
 })
 
 interface ErrorPath {

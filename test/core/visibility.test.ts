@@ -11,7 +11,7 @@ import { createInterface } from 'node:readline'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { createWebhookReceiver, MemoryInbox, MemoryStore, type WebhookReceiverOptions, type WebhookResult } from 'svc-webhooks'
+import { ANSWERS, createWebhookReceiver, MemoryInbox, MemoryStore, type WebhookReceiverOptions, type WebhookResult } from 'svc-webhooks'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
 import { pathRequestTransport, type PathRequest } from '../support/transports.js'
 
@@ -115,6 +115,29 @@ describe('one line per refused or failed delivery', () => {
     expect(lines[0]).not.toContain('BodyMarker')
     // onResult still gets the whole error.
     expect(String((results[0]!.error as Error).message)).toContain('BodyMarker')
+  })
+
+  it('a failure that is no refusal is logged with the cause and fix of its row of the answers table', async () => {
+    const memory = new MemoryStore()
+    const down = () => Promise.reject(new Error('ECONNREFUSED'))
+    const { r: store, lines: storeLines } = receiver({ store: { claim: down, complete: (k, o, res) => memory.complete(k, o, res), release: (k, o) => memory.release(k, o) } })
+    await store.handle(await delivery({ id: 'evt-store' }))
+    const inbox = new MemoryInbox()
+    inbox.append = down
+    const { r: inboxed, lines: inboxLines } = receiver({ inbox })
+    await inboxed.handle(await delivery({ id: 'evt-inbox' }))
+    const { r: failing, lines: handlerLines } = receiver({ on: { 'message.received': () => Promise.reject(new Error('down')) } })
+    await failing.handle(await delivery({ id: 'evt-handler' }))
+    const cases = [
+      [storeLines, 'store_unavailable', 'evt-store'],
+      [inboxLines, 'inbox_unavailable', 'evt-inbox'],
+      [handlerLines, 'handler_failed', 'evt-handler'],
+    ] as const
+    for (const [lines, name, id] of cases) {
+      const row = ANSWERS[name]
+      expect(lines, name).toHaveLength(1)
+      expect(lines[0]!.startsWith(`svc-webhooks: ${row.status} ${name} (delivery ${id}): ${row.cause}; ${row.fix}. (Error;`), lines[0]).toBe(true)
+    }
   })
 
   it('a completion the store did not record: the line says what follows, with the error\'s name and code, never a message that could quote input', async () => {
