@@ -17,6 +17,7 @@ import { MemoryStore } from './stores/memory.js'
 import { quietly, type ClaimResult, type IdempotencyStore } from './stores/store.js'
 import { matchSecrets, matchSignature, type VerifiedDelivery } from './verify.js'
 import type { WebhookInbox, WebhookInboxProducer } from './inbox/inbox.js'
+import { appendWithin, DEFAULT_INBOX_WAIT_MS } from './inbox/append.js'
 import { createLogWindow, printable } from './log-window.js'
 import type { WebhookTelemetry } from './telemetry.js'
 import { AnswerCounter, callHook, ownError, resolveLog, resultLine, seenBySender, startupWarnings, type ReceiverStats, type WebhookLog } from './visibility.js'
@@ -76,6 +77,15 @@ export interface WebhookReceiverOptions<R = any> extends VerifyOptions<R> {
    * id already accepted or processed is 200 duplicate; an unreachable inbox 503 with `Retry-After`.
    */
   inbox?: WebhookInboxProducer
+  /**
+   * With `inbox`: how long an append to an unavailable inbox is tried again inside the request
+   * before it is answered 503 `inbox_unavailable`, in milliseconds. The sender waits 10 s and
+   * disables the endpoint after 20 failures in a row, so a restart of the inbox's server shorter
+   * than this costs latency, not failures. Keep it plus the inbox's own `timeoutMs` under 10 s;
+   * 0 answers 503 at the first failure.
+   * @default 5000
+   */
+  inboxWaitMs?: number
   /**
    * Where processed delivery ids are kept. Use `RedisStore` when several processes receive.
    * @default new MemoryStore()
@@ -251,6 +261,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     leaseMs = DEFAULT_LEASE_MS,
     retentionMs = DEFAULT_RETENTION_MS,
     retryAfterSeconds = 5,
+    inboxWaitMs = DEFAULT_INBOX_WAIT_MS,
     onResult,
     telemetry,
   } = options
@@ -280,6 +291,9 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
   positive(leaseMs, 'leaseMs')
   positive(retentionMs, 'retentionMs')
   positive(retryAfterSeconds, 'retryAfterSeconds')
+  if (typeof inboxWaitMs !== 'number' || !Number.isFinite(inboxWaitMs) || inboxWaitMs < 0 || inboxWaitMs > 9000) {
+    throw new TypeError('svc-webhooks: `inboxWaitMs` must be a number of milliseconds from 0 to 9000 (default 5000): the sender waits 10 s for an answer.')
+  }
   // A Map: the event type comes from JSON.parse, and looking such a string up as a property name costs more than hashing it.
   const handlers = on === undefined ? undefined : new Map(Object.entries(on as Record<string, WebhookHandler<unknown>>))
   if (log) {
@@ -395,7 +409,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
           const { id, timestamp, signatureVersion, secretIndex, rawBody } = delivery
           try {
             const traceparent = scope?.traceparent()
-            const appended = await inbox.append({
+            const appended = await appendWithin(inbox, {
               keys,
               endpoint: result.endpoint!,
               id,
@@ -405,7 +419,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
               rawBody,
               receivedAt: now(),
               ...(traceparent ? { traceparent } : {}),
-            })
+            }, inboxWaitMs)
             answer = end(result, appended === 'accepted' ? 'accepted' : 'duplicate')
           } catch (error) {
             answer = end(result, 'inbox_unavailable', error)
