@@ -98,15 +98,18 @@ describe('svc-webhooks/hono', () => {
     expect(cases.record().attempts).toEqual({})
   })
 
-  it('a body read before the middleware -> body_already_parsed thrown to app.onError, answered 500', async () => {
+  it('a body read before the middleware -> the JSON answer 500 body_already_parsed, logged with the fix, counted, handler not run', async () => {
     const cases = createCaseApp()
+    const lines: string[] = []
+    const results: unknown[] = []
     const caught: unknown[] = []
     const app = new Hono()
+    const hook = webhooks({ ...cases.options, log: (line) => void lines.push(line), onResult: (result) => void results.push(result) })
     app.post(CASE_PATH, async (c, next) => {
       await c.req.raw.clone().text() // a clone is harmless
       await c.req.raw.text()
       await next()
-    }, webhooks(cases.options))
+    }, hook)
     app.onError((err, c) => {
       caught.push(err)
       return c.json({ handled: true }, 500)
@@ -115,9 +118,14 @@ describe('svc-webhooks/hono', () => {
     const signed = await signWebhook({ secret: CASE_SECRET, event: sampleEvent('message.received') })
     const res = await fetch(url + CASE_PATH, { method: 'POST', body: signed.body, headers: signed.headers })
     expect(res.status).toBe(500)
-    expect(caught).toHaveLength(1)
-    expect(caught[0]).toMatchObject({ code: 'body_already_parsed', status: 500 })
-    expect((caught[0] as Error).message).toMatch(/webhooks\(\) first/)
+    expect(await res.json()).toEqual({ ok: false, code: 'body_already_parsed' })
+    expect(caught).toEqual([])
+    expect(results).toMatchObject([{ outcome: 'refused', status: 500, code: 'body_already_parsed', id: signed.id }])
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toMatch(/500 body_already_parsed/)
+    expect(lines[0]).toMatch(/webhooks\(\) first/)
+    expect(lines[0]).not.toContain(CASE_SECRET)
+    expect((await hook.stats()).codes).toMatchObject({ body_already_parsed: 1 })
     expect(cases.record().attempts).toEqual({})
   })
 
