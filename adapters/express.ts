@@ -1,8 +1,6 @@
 /**
- * `svc-webhooks/express`: `webhooks(options)` middleware for Express 4 and 5, over the Node
- * transport (Node's request, or the Buffer `express.raw()` left). It writes the receiver's answer
- * (`on` or `inbox` given) or, verify-only, sets `req.webhook` and calls `next()`, a refusal going
- * to `next(err)`. Imports Express's types only; all policy lives in the core.
+ * `svc-webhooks/express`: `webhooks(options)` for Express 4 and 5, over the Node transport (which
+ * also takes the Buffer `express.raw()` left). Imports Express's types only; policy is the core's.
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 import { createWebhookReceiver, type VerifiedDelivery, type VerifyOptions, type WebhookReceiverOptions, type WebhookStatsSource } from '../src/index.js'
@@ -22,10 +20,9 @@ declare global {
 export type ExpressWebhooksOptions = WebhookReceiverOptions<Request> | VerifyOptions<Request>
 
 /**
- * Express middleware. With `on`, it verifies, deduplicates, runs the handler and answers (a body
- * parsed before it, express.json() mounted first, is the JSON answer 500 `body_already_parsed`,
- * logged with the fix). Without `on`, it sets a typed `req.webhook` and calls `next()`; a refusal
- * goes to `next(err)` with `err.status` set.
+ * Express middleware. With `on` (or `inbox`), it verifies, deduplicates, runs the handler and
+ * answers. Without, it sets a typed `req.webhook` and calls `next()`; a refusal goes to
+ * `next(err)` with `err.status` set. A body parsed first (express.json()) is 500 `body_already_parsed`.
  *
  * @example
  * app.post('/webhooks/svc', webhooks({

@@ -44,7 +44,12 @@ describe('svc-webhooks/hono', () => {
 
     beforeAll(async () => {
       const app = new Hono<{ Variables: WebhookVariables }>()
-      app.post(CASE_PATH, webhooks({ secret: CASE_SECRET, maxBodyBytes: CASE_MAX_BODY_BYTES }), (c) => {
+      const verify = webhooks({ secret: CASE_SECRET, maxBodyBytes: CASE_MAX_BODY_BYTES })
+      app.post(`${CASE_PATH}/read-first`, async (c, next) => {
+        await c.req.raw.text()
+        await next()
+      }, verify)
+      app.post(CASE_PATH, verify, (c) => {
         expectTypeOf(c.var.webhook).toEqualTypeOf<VerifiedDelivery>()
         expectTypeOf(c.get('webhook')).toEqualTypeOf<VerifiedDelivery>()
         delivered.push(c.var.webhook)
@@ -75,6 +80,17 @@ describe('svc-webhooks/hono', () => {
       expect(err).toBeInstanceOf(HTTPException)
       expect((err as HTTPException).status).toBe(401)
       expect(isWebhookVerificationError((err as HTTPException).cause)).toBe(true)
+    })
+
+    it('a body read before it throws HTTPException 500 whose response is the body_already_parsed answer', async () => {
+      const signed = await signWebhook({ secret: CASE_SECRET, event: sampleEvent('message.received') })
+      const res = await fetch(`${url}${CASE_PATH}/read-first`, { method: 'POST', body: signed.body, headers: signed.headers })
+      expect(res.status).toBe(500)
+      expect(await res.json()).toEqual({ ok: false, code: 'body_already_parsed' })
+      const err = caught.at(-1) as HTTPException
+      expect(err).toBeInstanceOf(HTTPException)
+      expect(err.cause).toMatchObject({ code: 'body_already_parsed', status: 500 })
+      expect(err.message).toMatch(/webhooks\(\) first/)
     })
 
     it('an oversize chunked body throws HTTPException 413', async () => {
