@@ -15,7 +15,7 @@ import {
   type WebhookTransport,
 } from '../src/index.js'
 import { resolveVerifyOptions } from '../src/options.js'
-import { verifyTransported } from '../src/transport.js'
+import { verifyDelivery } from '../src/verify.js'
 
 /** Options of {@link createFetchHandler}: the receiver's options. */
 export type FetchHandlerOptions = WebhookReceiverOptions<Request>
@@ -25,6 +25,8 @@ export const fetchTransport: WebhookTransport<Request> = {
   method: (request) => request.method,
   header: (request, name) => request.headers.get(name) ?? undefined,
   body: readRequestBody,
+  // request.json(), text() or formData() ran first (in a Next.js route, say): the stream is gone.
+  consumed: (request) => request.bodyUsed,
 }
 
 /**
@@ -79,5 +81,5 @@ export function handleRequest(request: Request, options: FetchHandlerOptions): P
  * const delivery = await verifyRequest(request, { secret })
  */
 export async function verifyRequest(request: Request, options: VerifyOptions<Request>): Promise<VerifiedDelivery> {
-  return verifyTransported(request, fetchTransport, resolveVerifyOptions(options))
+  return (await verifyDelivery(request, fetchTransport, resolveVerifyOptions(options), true)) as VerifiedDelivery
 }

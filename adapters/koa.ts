@@ -5,23 +5,18 @@
  * Koa's types only; all policy lives in the core.
  */
 import type { Context, Middleware } from 'koa'
-import { createWebhookReceiver, WebhookVerificationError, type WebhookReceiverOptions, type WebhookStatsSource, type WebhookTransport } from '../src/index.js'
+import { createWebhookReceiver, type WebhookReceiverOptions, type WebhookStatsSource, type WebhookTransport } from '../src/index.js'
 import { nodeTransport } from './node.js'
 
 /** Options of {@link webhooks}: the receiver's options, with Koa's `ctx` as the request. */
 export type KoaWebhooksOptions = WebhookReceiverOptions<Context>
 
-const PARSED =
-  'svc-webhooks/koa (body_already_parsed): a body parser read the request first, so the raw bytes the signature covers are gone. ' +
-  'Mount webhooks() on its route before any body parser (e.g. above app.use(bodyParser())).'
-
 const koaTransport: WebhookTransport<Context> = {
   method: (ctx) => ctx.req.method,
   header: (ctx, name) => ctx.req.headers[name],
-  body(ctx, maxBodyBytes, timeoutMs) {
-    if (ctx.req.readableEnded || (ctx.request as { body?: unknown }).body !== undefined) throw new WebhookVerificationError('body_already_parsed', PARSED)
-    return nodeTransport.body(ctx.req, maxBodyBytes, timeoutMs)
-  },
+  body: (ctx, maxBodyBytes, timeoutMs) => nodeTransport.body(ctx.req, maxBodyBytes, timeoutMs),
+  // A body parser mounted first read the stream, and left what it parsed on ctx.request.
+  consumed: (ctx) => ctx.req.readableEnded || (ctx.request as { body?: unknown }).body !== undefined,
   discard: (ctx, timeoutMs) => nodeTransport.discard!(ctx.req, timeoutMs),
 }
 

@@ -14,15 +14,25 @@ import {
   type WebhookStatsSource,
   type WebhookTransport,
 } from '../src/index.js'
+import { toBytes } from '../src/input.js'
 
 /** Options of {@link createNodeHandler}: the receiver's options. */
 export type NodeHandlerOptions = WebhookReceiverOptions<IncomingMessage>
 
-/** The core's view of a Node request: its method, its headers (already lowercase), its stream. */
-export const nodeTransport: WebhookTransport<IncomingMessage> = {
+/** Node's request, with the `body` a framework's body reader may have left on it (Express, Next.js Pages). */
+export type NodeRequest = IncomingMessage & { body?: unknown }
+
+/**
+ * The core's view of a Node request: its method, its headers (already lowercase), its stream, or
+ * the bytes a raw-body reader (express.raw()) left. A stream read to its end is consumed, unless
+ * those bytes are left; Express 4's body-parser sets `{}` on a request it skips, so an object
+ * alone does not say the stream was read.
+ */
+export const nodeTransport: WebhookTransport<NodeRequest> = {
   method: (req) => req.method,
   header: (req, name) => req.headers[name],
-  body: readNodeBody,
+  body: (req, maxBodyBytes, timeoutMs) => (req.body instanceof Uint8Array ? toBytes(req.body, maxBodyBytes) : readNodeBody(req, maxBodyBytes, timeoutMs)),
+  consumed: (req) => !(req.body instanceof Uint8Array) && (req.readableEnded || (req.body !== undefined && typeof req.body !== 'object')),
   discard: discardNodeBody,
 }
 

@@ -1,6 +1,7 @@
 /**
  * What a delivery looks like to the core when the caller already holds the body: raw bytes (or
- * the UTF-8 text as received) and headers. Turning that body into bytes, size-checked, lives here.
+ * the UTF-8 text as received) and headers. Turning that body into bytes, size-checked, lives
+ * here, and so do the two refusals about the body itself: too large, and already parsed.
  */
 import { WebhookVerificationError } from './errors.js'
 import type { WebhookHeaders } from './headers.js'
@@ -14,23 +15,30 @@ export interface WebhookInput {
 
 const encoder = new TextEncoder()
 
-const PARSED_BODY_FIX =
-  'The raw request body is needed to verify the signature, but a parsed object was passed. ' +
-  'Pass the bytes as received: mount the webhook route before any JSON body parser ' +
-  '(e.g. before express.json()), or use express.raw({ type: "*/*" }) / request.arrayBuffer().'
+/** Whether a held body is raw bytes or text (not an object a JSON parser made of them). */
+export function isRawBody(body: unknown): body is Uint8Array | ArrayBuffer | ArrayBufferView | string {
+  return body instanceof Uint8Array || typeof body === 'string' || body instanceof ArrayBuffer || ArrayBuffer.isView(body) || isForeignBytes(body)
+}
 
-/** The body as bytes, without copying when it already is bytes; size-checked before encoding. */
-export function toBytes(body: unknown, maxBodyBytes: number): Uint8Array {
+/**
+ * The length of a held raw body, known before converting it: its bytes, or for text its UTF-16
+ * length (UTF-8 is at least one byte per unit, so a string longer than the limit is refused
+ * before it is encoded).
+ */
+export function heldLength(body: Uint8Array | ArrayBuffer | ArrayBufferView | string): number {
+  return typeof body === 'string' ? body.length : body.byteLength
+}
+
+/** A raw body as bytes, without copying when it already is bytes; size-checked after encoding. */
+export function toBytes(body: Uint8Array | ArrayBuffer | ArrayBufferView | string, maxBodyBytes: number): Uint8Array {
   let bytes: Uint8Array
   if (body instanceof Uint8Array) bytes = body
   else if (typeof body === 'string') {
-    // UTF-8 is at least one byte per UTF-16 unit: refuse an obviously large string before encoding it.
     if (body.length > maxBodyBytes) throw tooLarge(maxBodyBytes)
     bytes = encoder.encode(body)
-  } else if (body instanceof ArrayBuffer) bytes = new Uint8Array(body)
-  else if (ArrayBuffer.isView(body)) bytes = new Uint8Array(body.buffer, body.byteOffset, body.byteLength)
-  else if (isForeignBytes(body)) bytes = new Uint8Array(body as ArrayBufferLike)
-  else throw new WebhookVerificationError('body_already_parsed', PARSED_BODY_FIX)
+  } else if (ArrayBuffer.isView(body)) bytes = new Uint8Array(body.buffer, body.byteOffset, body.byteLength)
+  // An ArrayBuffer, of this realm or another (vm context, worker: `instanceof` fails there).
+  else bytes = new Uint8Array(body as ArrayBufferLike)
   if (bytes.byteLength > maxBodyBytes) throw tooLarge(maxBodyBytes)
   return bytes
 }
@@ -44,5 +52,21 @@ export function tooLarge(maxBodyBytes: number): WebhookVerificationError {
   return new WebhookVerificationError(
     'body_too_large',
     `The body is larger than maxBodyBytes (${maxBodyBytes} bytes). Raise maxBodyBytes if deliveries this large are expected.`,
+  )
+}
+
+/**
+ * The one `body_already_parsed` refusal, whatever read the body first: the core raises it when a
+ * transport says the body was consumed (`WebhookTransport.consumed`), so every framework answers,
+ * logs and counts it alike. The fix for each common mounting mistake is in the one message.
+ */
+export function bodyAlreadyParsed(): WebhookVerificationError {
+  return new WebhookVerificationError(
+    'body_already_parsed',
+    'The raw request body is needed to verify the signature, but something read or parsed it before svc-webhooks did. ' +
+      'Mount webhooks() first on the route, before any JSON body parser (e.g. before express.json(), or give the route ' +
+      'express.raw({ type: "*/*" })); in Hono, before c.req.json() or a validator; in a Next.js Pages route, ' +
+      'export const config = { api: { bodyParser: false } }; with verifyWebhook, pass the bytes as received ' +
+      '(e.g. await request.arrayBuffer()), not a parsed object.',
   )
 }

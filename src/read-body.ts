@@ -6,7 +6,7 @@
  * or a connection for minutes. One reader for Node streams, one for Web streams.
  */
 import { WebhookVerificationError } from './errors.js'
-import { tooLarge } from './input.js'
+import { bodyAlreadyParsed, tooLarge } from './input.js'
 
 /** The read deadline's default: the sender's own timeout (spec/service-api.md §6.3), 10 s. */
 export const DEFAULT_BODY_TIMEOUT_MS = 10_000
@@ -103,9 +103,9 @@ export function discardNodeBody(stream: NodeBodyStream, timeoutMs = DEFAULT_BODY
  * const body = await readNodeBody(req, 1024 * 1024, 10_000)
  */
 export function readNodeBody(stream: NodeBodyStream, maxBodyBytes: number, timeoutMs = DEFAULT_BODY_TIMEOUT_MS): Promise<Uint8Array> {
-  if (stream.readableEnded) {
-    return Promise.reject(new WebhookVerificationError('body_already_parsed', 'The request body was already read, so the raw bytes the signature covers are gone.'))
-  }
+  // A stream already read to its end would never emit 'end' again: the adapters' transports say
+  // so first (`consumed`), this guards a direct call.
+  if (stream.readableEnded) return Promise.reject(bodyAlreadyParsed())
   return new Promise<Uint8Array>((resolve, reject) => {
     const chunks: Uint8Array[] = []
     let total = 0

@@ -7,22 +7,20 @@ import { hmacHex } from '#crypto'
 import { ANSWERS, DEFAULT_ANSWERS, renderAnswers, type AnswerName, type RenderedAnswers, type WebhookAnswerCode, type WebhookOutcome, type WebhookResponse } from './answers.js'
 import { isWebhookVerificationError } from './errors.js'
 import type { WebhookEventMap } from './events.js'
-import { DELIVERY_ID, getHeader, HEADER_ID, type SignedHeaders } from './headers.js'
-import { checkBeforeBody, type WebhookTransport } from './transport.js'
-import { toBytes, type WebhookInput } from './input.js'
+import { DELIVERY_ID, HEADER_ID, type SignedHeaders } from './headers.js'
+import type { WebhookTransport } from './transport.js'
+import type { WebhookInput } from './input.js'
 import { resolveVerifyOptions, type SecretSet, type VerifyOptions } from './options.js'
 import { TIMED_OUT, within } from './secret-cache.js'
-import { lookupSecrets, secretsFor } from './secrets.js'
 import { MemoryStore } from './stores/memory.js'
 import { quietly, type ClaimResult, type IdempotencyStore } from './stores/store.js'
-import { matchSecrets, matchSignature, type VerifiedDelivery } from './verify.js'
+import { heldTransport, verifyDelivery, verifySignature, type VerifiedDelivery, type VerifyProgress } from './verify.js'
 import type { WebhookInbox, WebhookInboxProducer } from './inbox/inbox.js'
 import { appendWithin, DEFAULT_INBOX_WAIT_MS } from './inbox/append.js'
 import { createLogWindow, printable } from './log-window.js'
 import type { WebhookTelemetry } from './telemetry.js'
 import { AnswerCounter, callHook, ownError, resolveLog, resultLine, seenBySender, startupWarnings, type ReceiverStats, type WebhookLog } from './visibility.js'
 import type { EndpointWatcher } from './service/watch.js'
-import { verifySignature } from './verify.js'
 
 export type { WebhookAnswerCode, WebhookOutcome, WebhookResponse } from './answers.js'
 export type { WebhookTransport } from './transport.js'
@@ -233,13 +231,6 @@ let owners = 0
 // Drawn on first use: Workers refuse random values at module scope.
 const nextOwner = (): string => `${(ownerPrefix ??= crypto.randomUUID())}:${owners++}`
 
-/** The transport of `handle`: the body is already bytes. */
-const HELD: WebhookTransport<WebhookRequest & { bytes: Uint8Array }> = {
-  method: (request) => request.method,
-  header: (request, name) => (name === 'content-length' ? undefined : getHeader(request.headers, name)),
-  body: (request) => request.bytes,
-}
-
 /**
  * Creates a receiver: verification, exactly-once processing and the answers table in one
  * framework-neutral flow. Invalid options throw here, not on the first request.
@@ -314,7 +305,9 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
   const ignoredTypes = new Set<string>()
   const answers: RenderedAnswers = renderAnswers(retryAfterSeconds)
   const fixedNamespace = typeof endpoint === 'string' ? endpointNamespace(endpoint) : undefined
-  const { maxBodyBytes, bodyTimeoutMs, now } = opts
+  const { bodyTimeoutMs, now } = opts
+  // The secrets come from the `secret` function: finding them names a real tenant.
+  const lookup = !opts.secrets && !opts.source
   // Anyone can make the receiver refuse: repeats of a line are counted, not written (log-window.ts).
   const lines = log ? createLogWindow(log, { now, hint: 'Each one is counted in stats() and passed to onResult.' }) : undefined
 
@@ -347,31 +340,21 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
           answer = end(result, 'method_not_allowed')
           break flow
         }
-        let signed: SignedHeaders
-        let secrets: SecretSet
+        // Filled in as verification goes: the dedupe keys need the headers and secrets.
+        const progress: VerifyProgress = {}
         let delivery: VerifiedDelivery
         try {
-          signed = checkBeforeBody(request, transport, opts)
-          if (opts.secrets) secrets = opts.secrets
-          else if (opts.source) {
-            // A cached state is at hand: no promise then.
-            const found = secretsFor(opts, request)
-            secrets = found instanceof Promise ? await found : found
-          } else {
-            secrets = await lookupSecrets(opts, request)
-            tenantFound = true
-          }
-          const read = transport.body(request, maxBodyBytes, bodyTimeoutMs)
-          const body = read instanceof Uint8Array ? read : await read
-          // node:crypto answers at once, and a body already held needs no waiting: no promise then.
-          const matched = secrets.source === undefined ? matchSignature(signed, body, secrets, true) : matchSecrets(signed, body, secrets, true)
-          delivery = (matched instanceof Promise ? await matched : matched) as VerifiedDelivery
-          scope?.verified()
+          const verified = verifyDelivery(request, transport, opts, true, progress)
+          delivery = (verified instanceof Promise ? await verified : verified) as VerifiedDelivery
         } catch (error) {
           scope?.verified()
+          tenantFound = lookup && progress.secrets !== undefined
           answer = await refuse(request, transport, result, error)
           break flow
         }
+        scope?.verified()
+        tenantFound = lookup
+        const { signed, secrets } = progress as Required<VerifyProgress>
         const type = delivery.event.event
         result.id = delivery.id
         result.eventType = type
@@ -548,22 +531,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     receive,
     stats,
     close: () => watching?.stop(),
-    handle(request) {
-      const method = request?.method
-      let bytes: Uint8Array
-      try {
-        if (method !== undefined && method.toUpperCase() !== 'POST') bytes = new Uint8Array(0)
-        else bytes = toBytes(request?.body, maxBodyBytes)
-      } catch (error) {
-        const result: WebhookResult = { outcome: 'refused', status: 0, durationMs: 0 }
-        const response = end(result, answerNameOf(error), error)
-        result.status = response.status
-        telemetry?.receive().end(result)
-        report(result, false)
-        return Promise.resolve(response)
-      }
-      const held = { method, headers: request.headers ?? {}, body: request.body, bytes }
-      return (receive as unknown as (request: typeof held, transport: typeof HELD) => Promise<WebhookResponse>)(held, HELD)
-    },
+    // A held body goes the same way as a framework's: `secret` and `endpoint` functions get the request as given.
+    handle: (request) => receive(request as R, heldTransport as unknown as WebhookTransport<R>),
   }
 }

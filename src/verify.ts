@@ -1,41 +1,99 @@
 /**
- * Signature verification (spec/service-api.md §6.2, DESIGN.md "Verification rules" 1-8): raw
- * bytes, strict timestamp in a window both ways, v2 required unless v1 is opted in, several
- * secrets and several `v2=` values, constant-time comparison, event type from the signed body.
+ * The one verification every mode runs (the receiver, verify-only middleware, `verifyWebhook`):
+ * a body something else already read is refused first, then every check that needs no body (the
+ * declared length, the headers), then the secrets, the bounded read, and the signature over
+ * those exact bytes (src/signature.ts). Synchronous as long as each step is (a held body, fixed
+ * secrets, node:crypto): no promise where none is needed.
  */
-import { decodeUtf8, hmacHex } from '#crypto'
-import { isWebhookVerificationError, WebhookVerificationError } from './errors.js'
-import type { WebhookEvent } from './events.js'
-import { getHeader, readSignedHeaders, requireWellFormed, type SignedHeaders } from './headers.js'
-import { toBytes, type WebhookInput } from './input.js'
-import { resolveVerifyOptions, SECRET_PREFIX, type SecretSet, type VerifyOptions } from './options.js'
-import type { SourceSecretSet } from './secret-cache.js'
+import { getHeader, readSignedHeaders, requireWellFormed, type SignedHeaders, type WebhookHeaders } from './headers.js'
+import { bodyAlreadyParsed, heldLength, isRawBody, toBytes, tooLarge, type WebhookInput } from './input.js'
+import { resolveVerifyOptions, type ResolvedVerifyOptions, type SecretSet, type VerifyOptions } from './options.js'
+import { declaresTooMuch } from './read-body.js'
 import { secretsFor } from './secrets.js'
+import { matchSecrets, type VerifiedDelivery, type VerifiedSignature } from './signature.js'
+import type { WebhookTransport } from './transport.js'
 
-/** A delivery whose signature and timestamp were verified; the body is not parsed yet. */
-export interface VerifiedSignature {
-  /** `svc-webhook-id`: stable across retries and resends (spec §6.1). Covered by v2 only. */
-  id: string
-  /** `svc-webhook-timestamp`, in Unix seconds: fresh on every attempt. */
-  timestamp: number
-  /** Which scheme verified the delivery. `'v1'` only when `allowV1` is on. */
-  signatureVersion: 'v2' | 'v1'
-  /** Index in `secret` (when it is an array) of the secret that matched. */
-  secretIndex: number
-  /** The body exactly as received. */
-  rawBody: Uint8Array
+export type { VerifiedDelivery, VerifiedSignature } from './signature.js'
+
+/**
+ * How far a verification got, filled in as it goes: the receiver builds its dedupe keys from
+ * these, and tells a tenant's refusal from a made-up endpoint's by whether secrets were found.
+ */
+export interface VerifyProgress {
+  signed?: SignedHeaders
+  secrets?: SecretSet
 }
 
-/** A verified delivery with its parsed, typed event. */
-export interface VerifiedDelivery<E = WebhookEvent> extends VerifiedSignature {
-  /** The parsed body; its `event` field (not the unsigned `svc-webhook-event` header) names the type. */
-  event: E
-  /**
-   * Given by the inbox worker and the Queues consumer: aborted when the handler's deadline
-   * (`handlerTimeoutMs`) passes, its lease is lost, or `stop()` gives up waiting. Pass it to
-   * `fetch` and database calls so an abandoned run stops too. Absent in the request path.
-   */
-  signal?: AbortSignal
+/** A transport whose body is already held: its length is known before the headers are read. */
+interface HeldTransport<R> extends WebhookTransport<R> {
+  length(request: R): number
+}
+
+/**
+ * Verifies a request through its transport, in the answers' order. Returns the delivery, or a
+ * promise of it when a step is asynchronous; throws (or rejects with) the refusal, a
+ * `WebhookVerificationError`. `parse: false` stops after the signature (`verifySignature`).
+ */
+export function verifyDelivery<R>(
+  request: R,
+  transport: WebhookTransport<R>,
+  opts: ResolvedVerifyOptions,
+  parse: boolean,
+  progress?: VerifyProgress,
+): VerifiedDelivery | VerifiedSignature | Promise<VerifiedDelivery | VerifiedSignature> {
+  if (transport.consumed?.(request)) throw bodyAlreadyParsed()
+  const signed = checkBeforeBody(request, transport, opts)
+  if (progress) progress.signed = signed
+  const secrets = opts.secrets ?? secretsFor(opts, request)
+  if (secrets instanceof Promise) return secrets.then((found) => readAndMatch(request, transport, opts, signed, found, parse, progress))
+  return readAndMatch(request, transport, opts, signed, secrets, parse, progress)
+}
+
+/**
+ * Every check that needs no body, in the answers' order: the length (a held body's own, or the
+ * declared Content-Length), then the headers (id, timestamp, signature presence and format).
+ */
+function checkBeforeBody<R>(request: R, transport: WebhookTransport<R>, opts: ResolvedVerifyOptions): SignedHeaders {
+  const held = (transport as Partial<HeldTransport<R>>).length
+  if (held ? held(request) > opts.maxBodyBytes : declaresTooMuch(transport.header(request, 'content-length'), opts.maxBodyBytes)) {
+    throw tooLarge(opts.maxBodyBytes)
+  }
+  const signed = readSignedHeaders(request, transport.header, opts)
+  requireWellFormed(signed)
+  return signed
+}
+
+function readAndMatch<R>(
+  request: R,
+  transport: WebhookTransport<R>,
+  opts: ResolvedVerifyOptions,
+  signed: SignedHeaders,
+  secrets: SecretSet,
+  parse: boolean,
+  progress: VerifyProgress | undefined,
+): VerifiedDelivery | VerifiedSignature | Promise<VerifiedDelivery | VerifiedSignature> {
+  if (progress) progress.secrets = secrets
+  const read = transport.body(request, opts.maxBodyBytes, opts.bodyTimeoutMs)
+  // A body already held needs no waiting, and node:crypto answers at once: no promise then.
+  if (read instanceof Uint8Array) return matchSecrets(signed, read, secrets, parse)
+  return read.then((body) => matchSecrets(signed, body, secrets, parse))
+}
+
+/** A delivery whose body the caller holds (`verifyWebhook`, `receiver.handle`), maybe with a method. */
+export type HeldRequest = Partial<WebhookInput> & { method?: string }
+
+/**
+ * The transport of a held delivery. Anything but raw bytes or text as the body (a parsed object,
+ * or no `{ body, headers }` at all) is a consumed body. A `content-length` among the headers is
+ * the original request's, not this body's: the held length is used instead.
+ */
+export const heldTransport: HeldTransport<HeldRequest> = {
+  // Safe on anything: `handle` and `verifyWebhook` may be given no object at all (refused as consumed).
+  method: (request) => request?.method,
+  header: (request, name) => getHeader((request?.headers ?? {}) as WebhookHeaders, name),
+  consumed: (request) => typeof request !== 'object' || request === null || !isRawBody(request.body),
+  length: (request) => heldLength(request.body!),
+  body: (request, maxBodyBytes) => toBytes(request.body!, maxBodyBytes),
 }
 
 /**
@@ -70,141 +128,8 @@ export function verifySignature(input: WebhookInput, options: VerifyOptions): Pr
  */
 function settle(input: WebhookInput, options: VerifyOptions, parse: boolean): Promise<VerifiedSignature> {
   try {
-    const opts = resolveVerifyOptions(options)
-    if (typeof input !== 'object' || input === null) {
-      throw new WebhookVerificationError('body_already_parsed', 'verifyWebhook takes { body, headers }.')
-    }
-    const body = toBytes(input.body, opts.maxBodyBytes)
-    const signed = readSignedHeaders(input.headers ?? {}, getHeader, opts)
-    if (opts.secrets) return Promise.resolve(matchSignature(signed, body, opts.secrets, parse))
-    return Promise.resolve(secretsFor(opts, input)).then((secrets) => matchSecrets(signed, body, secrets, parse))
+    return Promise.resolve(verifyDelivery(input as HeldRequest, heldTransport, resolveVerifyOptions(options), parse))
   } catch (error) {
     return Promise.reject(error)
   }
-}
-
-/** What is known once the headers passed: everything the HMAC loop and the answer need. */
-interface Signed {
-  secrets: SecretSet
-  signed: SignedHeaders
-  prefix: string
-  body: Uint8Array
-  parse: boolean
-}
-
-/**
- * The HMAC over the raw body for headers that passed {@link readSignedHeaders} (a header without
- * one well-formed value is refused first, with no HMAC): synchronous with
- * node:crypto, a promise only when the crypto build's HMAC is one (WebCrypto). The body is parsed
- * (when `parse`) only once a signature matched. Throws when none matches.
- */
-export function matchSignature(
-  signed: SignedHeaders,
-  body: Uint8Array,
-  secrets: SecretSet,
-  parse: boolean,
-): VerifiedDelivery | VerifiedSignature | Promise<VerifiedDelivery | VerifiedSignature> {
-  requireWellFormed(signed)
-  const prefix = signed.version === 'v2' ? `${signed.id}.${signed.timestampText}.` : `${signed.timestampText}.`
-  const { keys } = secrets
-  for (let i = 0; i < keys.length; i++) {
-    // node:crypto answers at once; WebCrypto returns a promise, and the loop goes on in one.
-    const digest = hmacHex(keys[i]!, prefix, body)
-    if (typeof digest !== 'string') return matchSignatureAsync({ secrets, signed, prefix, body, parse }, i, digest)
-    if (matches(signed.signatures, digest)) return verified(signed, i, body, parse)
-  }
-  throw invalidSignature(signed.version, secrets)
-}
-
-/**
- * {@link matchSignature} for secrets of any origin. Secrets read from a secret source get a
- * second chance on a mismatch: the source is re-read (src/secret-cache.ts) and the delivery
- * matched against what it holds now; no match while a change is pending is 503 `secret_pending`.
- */
-export function matchSecrets(
-  signed: SignedHeaders,
-  body: Uint8Array,
-  secrets: SecretSet,
-  parse: boolean,
-): VerifiedDelivery | VerifiedSignature | Promise<VerifiedDelivery | VerifiedSignature> {
-  if (secrets.source === undefined) return matchSignature(signed, body, secrets, parse)
-  let matched: ReturnType<typeof matchSignature>
-  try {
-    matched = matchSignature(signed, body, secrets, parse)
-  } catch (error) {
-    return matchFresh(error, signed, body, secrets as SourceSecretSet, parse)
-  }
-  return matched instanceof Promise ? matched.catch((error: unknown) => matchFresh(error, signed, body, secrets as SourceSecretSet, parse)) : matched
-}
-
-/** After a mismatch against a source's cached secrets: the same delivery against a fresh read. */
-async function matchFresh(mismatch: unknown, signed: SignedHeaders, body: Uint8Array, used: SourceSecretSet, parse: boolean): Promise<VerifiedSignature> {
-  if (!isWebhookVerificationError(mismatch) || mismatch.code !== 'invalid_signature') throw mismatch
-  const fresh = await used.source.recheck()
-  if (fresh.keys !== used.keys) {
-    try {
-      return await matchSignature(signed, body, fresh, parse)
-    } catch (error) {
-      if (!isWebhookVerificationError(error) || error.code !== 'invalid_signature') throw error
-      mismatch = error
-    }
-  }
-  throw used.source.refusal(fresh, mismatch)
-}
-
-/** The rest of the secrets loop when the HMAC is a promise (WebCrypto), from secret `index`. */
-async function matchSignatureAsync(state: Signed, index: number, pending: Promise<string>): Promise<VerifiedSignature> {
-  const { secrets, prefix, body, signed } = state
-  for (let i = index; i < secrets.keys.length; i++) {
-    const digest = i === index ? await pending : await hmacHex(secrets.keys[i]!, prefix, body)
-    if (matches(signed.signatures, digest)) return verified(signed, i, body, state.parse)
-  }
-  throw invalidSignature(signed.version, secrets)
-}
-
-/**
- * Whether a value sent equals the digest, in constant time: every one of the 64 characters is
- * compared whatever the first difference, and the result is read only at the end.
- */
-function matches(signatures: string[], digest: string): boolean {
-  for (let j = 0; j < signatures.length; j++) {
-    const sent = signatures[j]!
-    let diff = 0
-    for (let i = 0; i < 64; i++) diff |= sent.charCodeAt(i) ^ digest.charCodeAt(i)
-    if (diff === 0) return true
-  }
-  return false
-}
-
-/** The answer, built once: with the parsed event for `verifyWebhook`, without for `verifySignature`. */
-function verified(signed: SignedHeaders, secretIndex: number, rawBody: Uint8Array, parse: boolean): VerifiedSignature | VerifiedDelivery {
-  const { id, timestamp, version: signatureVersion } = signed
-  if (!parse) return { id, timestamp, signatureVersion, secretIndex, rawBody }
-  return { id, timestamp, signatureVersion, secretIndex, rawBody, event: parseEvent(rawBody) }
-}
-
-function invalidSignature(version: 'v2' | 'v1', secrets: SecretSet): WebhookVerificationError {
-  let message =
-    `No ${version} signature matched the ${secrets.count === 1 ? 'configured secret' : `${secrets.count} configured secrets`}. ` +
-    'Check that the secret is the current one for this endpoint (rotating it stops the old one at once; ' +
-    'list both while you deploy) and that the body is the raw bytes as received, not JSON parsed and re-serialized.'
-  if (secrets.unprefixed) {
-    message += ` A configured secret does not start with "${SECRET_PREFIX}": use the whole value the service returned, prefix included.`
-  }
-  return new WebhookVerificationError('invalid_signature', message)
-}
-
-/** Parses a verified body: UTF-8 JSON, an object with a string `event`. */
-function parseEvent(rawBody: Uint8Array): WebhookEvent {
-  let event: unknown
-  try {
-    event = JSON.parse(decodeUtf8(rawBody))
-  } catch {
-    // No `cause`: the parser's message quotes the body, and a body never goes into an error.
-    throw new WebhookVerificationError('invalid_json', 'The verified body is not UTF-8 JSON.')
-  }
-  if (typeof event !== 'object' || event === null || Array.isArray(event) || typeof (event as { event?: unknown }).event !== 'string') {
-    throw new WebhookVerificationError('invalid_json', 'The verified body is not a JSON object with a string "event" field.')
-  }
-  return event as WebhookEvent
 }

@@ -44,7 +44,12 @@ describe('svc-webhooks/hono', () => {
 
     beforeAll(async () => {
       const app = new Hono<{ Variables: WebhookVariables }>()
-      app.post(CASE_PATH, webhooks({ secret: CASE_SECRET, maxBodyBytes: CASE_MAX_BODY_BYTES }), (c) => {
+      const verify = webhooks({ secret: CASE_SECRET, maxBodyBytes: CASE_MAX_BODY_BYTES })
+      app.post(`${CASE_PATH}/read-first`, async (c, next) => {
+        await c.req.raw.text()
+        await next()
+      }, verify)
+      app.post(CASE_PATH, verify, (c) => {
         expectTypeOf(c.var.webhook).toEqualTypeOf<VerifiedDelivery>()
         expectTypeOf(c.get('webhook')).toEqualTypeOf<VerifiedDelivery>()
         delivered.push(c.var.webhook)
@@ -77,6 +82,17 @@ describe('svc-webhooks/hono', () => {
       expect(isWebhookVerificationError((err as HTTPException).cause)).toBe(true)
     })
 
+    it('a body read before it throws HTTPException 500 whose response is the body_already_parsed answer', async () => {
+      const signed = await signWebhook({ secret: CASE_SECRET, event: sampleEvent('message.received') })
+      const res = await fetch(`${url}${CASE_PATH}/read-first`, { method: 'POST', body: signed.body, headers: signed.headers })
+      expect(res.status).toBe(500)
+      expect(await res.json()).toEqual({ ok: false, code: 'body_already_parsed' })
+      const err = caught.at(-1) as HTTPException
+      expect(err).toBeInstanceOf(HTTPException)
+      expect(err.cause).toMatchObject({ code: 'body_already_parsed', status: 500 })
+      expect(err.message).toMatch(/webhooks\(\) first/)
+    })
+
     it('an oversize chunked body throws HTTPException 413', async () => {
       const signed = await signWebhook({ secret: CASE_SECRET, event: sampleEvent('message.received') })
       const res = await postChunked(url + CASE_PATH, CASE_MAX_BODY_BYTES * 8, { ...signed.headers })
@@ -98,15 +114,18 @@ describe('svc-webhooks/hono', () => {
     expect(cases.record().attempts).toEqual({})
   })
 
-  it('a body read before the middleware -> body_already_parsed thrown to app.onError, answered 500', async () => {
+  it('a body read before the middleware -> the JSON answer 500 body_already_parsed, logged with the fix, counted, handler not run', async () => {
     const cases = createCaseApp()
+    const lines: string[] = []
+    const results: unknown[] = []
     const caught: unknown[] = []
     const app = new Hono()
+    const hook = webhooks({ ...cases.options, log: (line) => void lines.push(line), onResult: (result) => void results.push(result) })
     app.post(CASE_PATH, async (c, next) => {
       await c.req.raw.clone().text() // a clone is harmless
       await c.req.raw.text()
       await next()
-    }, webhooks(cases.options))
+    }, hook)
     app.onError((err, c) => {
       caught.push(err)
       return c.json({ handled: true }, 500)
@@ -115,9 +134,14 @@ describe('svc-webhooks/hono', () => {
     const signed = await signWebhook({ secret: CASE_SECRET, event: sampleEvent('message.received') })
     const res = await fetch(url + CASE_PATH, { method: 'POST', body: signed.body, headers: signed.headers })
     expect(res.status).toBe(500)
-    expect(caught).toHaveLength(1)
-    expect(caught[0]).toMatchObject({ code: 'body_already_parsed', status: 500 })
-    expect((caught[0] as Error).message).toMatch(/webhooks\(\) first/)
+    expect(await res.json()).toEqual({ ok: false, code: 'body_already_parsed' })
+    expect(caught).toEqual([])
+    expect(results).toMatchObject([{ outcome: 'refused', status: 500, code: 'body_already_parsed', id: signed.id }])
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toMatch(/500 body_already_parsed/)
+    expect(lines[0]).toMatch(/webhooks\(\) first/)
+    expect(lines[0]).not.toContain(CASE_SECRET)
+    expect((await hook.stats()).codes).toMatchObject({ body_already_parsed: 1 })
     expect(cases.record().attempts).toEqual({})
   })
 

@@ -1,0 +1,163 @@
+/**
+ * Signature matching (spec/service-api.md §6.2, DESIGN.md "Verification rules" 1-8): the HMAC
+ * over the raw bytes under each configured secret, several `v2=` values, constant-time
+ * comparison, a secret source's second chance on a mismatch, and the event type from the signed
+ * body. The order of the checks around it (src/verify.ts) comes first; this file only matches.
+ */
+import { decodeUtf8, hmacHex } from '#crypto'
+import { isWebhookVerificationError, WebhookVerificationError } from './errors.js'
+import type { WebhookEvent } from './events.js'
+import type { SignedHeaders } from './headers.js'
+import { SECRET_PREFIX, type SecretSet } from './options.js'
+import type { SourceSecretSet } from './secret-cache.js'
+
+/** A delivery whose signature and timestamp were verified; the body is not parsed yet. */
+export interface VerifiedSignature {
+  /** `svc-webhook-id`: stable across retries and resends (spec §6.1). Covered by v2 only. */
+  id: string
+  /** `svc-webhook-timestamp`, in Unix seconds: fresh on every attempt. */
+  timestamp: number
+  /** Which scheme verified the delivery. `'v1'` only when `allowV1` is on. */
+  signatureVersion: 'v2' | 'v1'
+  /** Index in `secret` (when it is an array) of the secret that matched. */
+  secretIndex: number
+  /** The body exactly as received. */
+  rawBody: Uint8Array
+}
+
+/** A verified delivery with its parsed, typed event. */
+export interface VerifiedDelivery<E = WebhookEvent> extends VerifiedSignature {
+  /** The parsed body; its `event` field (not the unsigned `svc-webhook-event` header) names the type. */
+  event: E
+  /**
+   * Given by the inbox worker and the Queues consumer: aborted when the handler's deadline
+   * (`handlerTimeoutMs`) passes, its lease is lost, or `stop()` gives up waiting. Pass it to
+   * `fetch` and database calls so an abandoned run stops too. Absent in the request path.
+   */
+  signal?: AbortSignal
+}
+
+/** What is known once the headers passed: everything the HMAC loop and the answer need. */
+interface Signed {
+  secrets: SecretSet
+  signed: SignedHeaders
+  prefix: string
+  body: Uint8Array
+  parse: boolean
+}
+
+/**
+ * The HMAC over the raw body for headers that passed the core's header checks (`checkBeforeBody`
+ * in src/verify.ts: a header without one well-formed value is refused there, with no HMAC):
+ * synchronous with node:crypto, a promise only when the crypto build's HMAC is one (WebCrypto).
+ * The body is parsed (when `parse`) only once a signature matched. Throws when none matches.
+ */
+export function matchSignature(
+  signed: SignedHeaders,
+  body: Uint8Array,
+  secrets: SecretSet,
+  parse: boolean,
+): VerifiedDelivery | VerifiedSignature | Promise<VerifiedDelivery | VerifiedSignature> {
+  const prefix = signed.version === 'v2' ? `${signed.id}.${signed.timestampText}.` : `${signed.timestampText}.`
+  const { keys } = secrets
+  for (let i = 0; i < keys.length; i++) {
+    // node:crypto answers at once; WebCrypto returns a promise, and the loop goes on in one.
+    const digest = hmacHex(keys[i]!, prefix, body)
+    if (typeof digest !== 'string') return matchSignatureAsync({ secrets, signed, prefix, body, parse }, i, digest)
+    if (matches(signed.signatures, digest)) return verified(signed, i, body, parse)
+  }
+  throw invalidSignature(signed.version, secrets)
+}
+
+/**
+ * {@link matchSignature} for secrets of any origin. Secrets read from a secret source get a
+ * second chance on a mismatch: the source is re-read (src/secret-cache.ts) and the delivery
+ * matched against what it holds now; no match while a change is pending is 503 `secret_pending`.
+ */
+export function matchSecrets(
+  signed: SignedHeaders,
+  body: Uint8Array,
+  secrets: SecretSet,
+  parse: boolean,
+): VerifiedDelivery | VerifiedSignature | Promise<VerifiedDelivery | VerifiedSignature> {
+  if (secrets.source === undefined) return matchSignature(signed, body, secrets, parse)
+  let matched: ReturnType<typeof matchSignature>
+  try {
+    matched = matchSignature(signed, body, secrets, parse)
+  } catch (error) {
+    return matchFresh(error, signed, body, secrets as SourceSecretSet, parse)
+  }
+  return matched instanceof Promise ? matched.catch((error: unknown) => matchFresh(error, signed, body, secrets as SourceSecretSet, parse)) : matched
+}
+
+/** After a mismatch against a source's cached secrets: the same delivery against a fresh read. */
+async function matchFresh(mismatch: unknown, signed: SignedHeaders, body: Uint8Array, used: SourceSecretSet, parse: boolean): Promise<VerifiedSignature> {
+  if (!isWebhookVerificationError(mismatch) || mismatch.code !== 'invalid_signature') throw mismatch
+  const fresh = await used.source.recheck()
+  if (fresh.keys !== used.keys) {
+    try {
+      return await matchSignature(signed, body, fresh, parse)
+    } catch (error) {
+      if (!isWebhookVerificationError(error) || error.code !== 'invalid_signature') throw error
+      mismatch = error
+    }
+  }
+  throw used.source.refusal(fresh, mismatch)
+}
+
+/** The rest of the secrets loop when the HMAC is a promise (WebCrypto), from secret `index`. */
+async function matchSignatureAsync(state: Signed, index: number, pending: Promise<string>): Promise<VerifiedSignature> {
+  const { secrets, prefix, body, signed } = state
+  for (let i = index; i < secrets.keys.length; i++) {
+    const digest = i === index ? await pending : await hmacHex(secrets.keys[i]!, prefix, body)
+    if (matches(signed.signatures, digest)) return verified(signed, i, body, state.parse)
+  }
+  throw invalidSignature(signed.version, secrets)
+}
+
+/**
+ * Whether a value sent equals the digest, in constant time: every one of the 64 characters is
+ * compared whatever the first difference, and the result is read only at the end.
+ */
+function matches(signatures: string[], digest: string): boolean {
+  for (let j = 0; j < signatures.length; j++) {
+    const sent = signatures[j]!
+    let diff = 0
+    for (let i = 0; i < 64; i++) diff |= sent.charCodeAt(i) ^ digest.charCodeAt(i)
+    if (diff === 0) return true
+  }
+  return false
+}
+
+/** The answer, built once: with the parsed event for `verifyWebhook`, without for `verifySignature`. */
+function verified(signed: SignedHeaders, secretIndex: number, rawBody: Uint8Array, parse: boolean): VerifiedSignature | VerifiedDelivery {
+  const { id, timestamp, version: signatureVersion } = signed
+  if (!parse) return { id, timestamp, signatureVersion, secretIndex, rawBody }
+  return { id, timestamp, signatureVersion, secretIndex, rawBody, event: parseEvent(rawBody) }
+}
+
+function invalidSignature(version: 'v2' | 'v1', secrets: SecretSet): WebhookVerificationError {
+  let message =
+    `No ${version} signature matched the ${secrets.count === 1 ? 'configured secret' : `${secrets.count} configured secrets`}. ` +
+    'Check that the secret is the current one for this endpoint (rotating it stops the old one at once; ' +
+    'list both while you deploy) and that the body is the raw bytes as received, not JSON parsed and re-serialized.'
+  if (secrets.unprefixed) {
+    message += ` A configured secret does not start with "${SECRET_PREFIX}": use the whole value the service returned, prefix included.`
+  }
+  return new WebhookVerificationError('invalid_signature', message)
+}
+
+/** Parses a verified body: UTF-8 JSON, an object with a string `event`. */
+function parseEvent(rawBody: Uint8Array): WebhookEvent {
+  let event: unknown
+  try {
+    event = JSON.parse(decodeUtf8(rawBody))
+  } catch {
+    // No `cause`: the parser's message quotes the body, and a body never goes into an error.
+    throw new WebhookVerificationError('invalid_json', 'The verified body is not UTF-8 JSON.')
+  }
+  if (typeof event !== 'object' || event === null || Array.isArray(event) || typeof (event as { event?: unknown }).event !== 'string') {
+    throw new WebhookVerificationError('invalid_json', 'The verified body is not a JSON object with a string "event" field.')
+  }
+  return event as WebhookEvent
+}
