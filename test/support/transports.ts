@@ -10,7 +10,7 @@
 import { createWebhookReceiver, readRequestBody, type WebhookReceiver, type WebhookTransport } from 'svc-webhooks'
 import type { LambdaWebhookEvent, LambdaWebhookResult } from 'svc-webhooks/lambda'
 import type { CaseApp, RunsRecord } from './case-app.js'
-import { CASE_PATH, RUNS_PATH, TENANT_ROUTE, tenantPath, variantPath, VARIANTS, type CaseVariant } from './case-table-constants.js'
+import { CASE_PATH, RUNS_PATH, TENANT_ROUTE, tenantPath, VARIANT_ROUTE, variantPath, VARIANTS, type CaseVariant } from './case-table-constants.js'
 import { eventOf, type LambdaSource } from './lambda-events.js'
 
 export type { RunsRecord }
@@ -181,14 +181,15 @@ export function receiverTransport(
   }
 }
 
-/** The tenant route as API Gateway declares it: `/tenants/{tenant}/webhooks`. */
+/** The tenant and variant routes as API Gateway declares them: `/tenants/{tenant}/webhooks`. */
 const API_GATEWAY_TENANT_ROUTE = TENANT_ROUTE.replace(/:(\w+)/g, '{$1}')
+const API_GATEWAY_VARIANT_ROUTE = VARIANT_ROUTE.replace(/:(\w+)/g, '{$1}')
 
 /**
  * Through Lambda: each request becomes the event `source` hands the function (the body
  * base64-encoded when `base64`), for the path it was sent to: a tenant's request arrives on the
  * API Gateway route TENANT_ROUTE with its `pathParameters` (REST and HTTP APIs; a function URL
- * has no routes, only `rawPath`); a variant's request arrives on its path. Lambda hands the
+ * has no routes, only `rawPath`), a variant's on VARIANT_ROUTE the same way. Lambda hands the
  * function the whole body, so a stalled body never reaches it (declare `stalled-body` lacking).
  * The proxy result becomes the response.
  *
@@ -202,9 +203,14 @@ export function lambdaTransport(
 ): CaseTransport {
   return {
     async send(request) {
-      const { method, headers, body, tenant } = request
+      const { method, headers, body, tenant, variant } = request
       if (request.stall) throw new Error('lambdaTransport: Lambda hands the function the whole body; a stalled body never reaches it')
-      const route = tenant === undefined ? undefined : { resource: API_GATEWAY_TENANT_ROUTE, pathParameters: { tenant } }
+      const route: { resource: string; pathParameters: Record<string, string> } | undefined =
+        tenant !== undefined
+          ? { resource: API_GATEWAY_TENANT_ROUTE, pathParameters: { tenant } }
+          : variant !== undefined
+            ? { resource: API_GATEWAY_VARIANT_ROUTE, pathParameters: { variant } }
+            : undefined
       const result = await handler(eventOf(source, { method, headers, body, base64, path: pathOf(request), ...(route ? { route } : {}) }))
       return { status: result.statusCode, headers: lowercased(result.headers), body: result.body }
     },
