@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
-import { CASE_SECRET, describeCaseTable, httpTransport, tenantPath } from '../support/case-table.js'
+import { CASE_SECRET, describeCaseTable, httpTransport, tenantPath, variantPath } from '../support/case-table.js'
 import { freePort } from '../support/free-port.mjs'
 
 const repo = fileURLToPath(new URL('../..', import.meta.url))
@@ -96,9 +96,17 @@ describe('next: the case app (test/fixtures/next-app)', () => {
   })
 
   const routes = (base: string) => async () =>
-    httpTransport({ url: (await fixture()).url, path: `${base}/webhooks/svc`, runsPath: `${base}/runs`, tenantPath: (tenant) => `${base}${tenantPath(tenant)}` })
+    httpTransport({
+      url: (await fixture()).url,
+      path: `${base}/webhooks/svc`,
+      runsPath: `${base}/runs`,
+      tenantPath: (tenant) => `${base}${tenantPath(tenant)}`,
+      variantPath: (variant) => `${base}${variantPath(variant)}`,
+    })
   describeCaseTable('next app router, nodejs runtime', routes('/node'))
-  describeCaseTable('next app router, edge runtime', routes('/edge'))
+  describeCaseTable('next app router, edge runtime', routes('/edge'), {
+    lacks: { 'stalled-body': "Next's Edge runtime hands the route a body it has already read whole" },
+  })
   describeCaseTable('next pages router (bodyParser: false)', routes('/api/pages'))
 
   describe('svc-webhooks/next', () => {
