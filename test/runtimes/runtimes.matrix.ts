@@ -73,7 +73,9 @@ beforeAll(async () => {
   // case-app.ts is TypeScript importing './case-table-constants.js' and MemoryInbox: bundled to one
   // plain module (MemoryInbox from the built package, through its self-reference) that every
   // runtime can load; app.mjs takes the whole module.
-  await build({ entryPoints: [join(root, 'test/support/case-app.ts')], bundle: true, format: 'esm', platform: 'neutral', outfile: caseAppFile, logLevel: 'warning' })
+  // `tsconfigRaw: {}`: the repository's tsconfig maps `svc-webhooks` to src/ for the type checker;
+  // the bundle takes the built package, as users install it.
+  await build({ entryPoints: [join(root, 'test/support/case-app.ts')], bundle: true, format: 'esm', platform: 'neutral', outfile: caseAppFile, tsconfigRaw: {}, logLevel: 'error' })
 })
 
 afterAll(() => {
