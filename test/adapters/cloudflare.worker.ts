@@ -7,6 +7,7 @@
  * own store, the others with the Durable Object store), plus probes for the tests in
  * cloudflare.test.ts (a Worker whose secret binding is missing, direct store calls).
  */
+import { MemoryInbox } from 'svc-webhooks'
 import { DurableObjectStore, withWebhooks, type DurableObjectNamespaceLike } from 'svc-webhooks/cloudflare'
 import { createCaseApp, CASE_PATH, RUNS_PATH, tenantFromPath, variantFromPath } from '../support/case-app.js'
 import { drainRefused } from '../support/workerd-drain.js'
@@ -20,7 +21,7 @@ interface Env {
   WEBHOOK_IDEMPOTENCY: DurableObjectNamespaceLike
 }
 
-const app = createCaseApp()
+const app = createCaseApp({ inbox: () => new MemoryInbox() })
 let optionsCalls = 0
 
 const caseWorker = withWebhooks((env: Env) => {

@@ -7,7 +7,7 @@ import express4 from 'express4'
 import type { ErrorRequestHandler, Request } from 'express'
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest'
 import { webhooks } from 'svc-webhooks/express'
-import type { VerifiedDelivery, WebhookErrorCode } from 'svc-webhooks'
+import { MemoryInbox, type VerifiedDelivery, type WebhookErrorCode } from 'svc-webhooks'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
 import { describeCaseTable, httpTransport } from '../support/case-table.js'
 import { CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, createCaseApp, RUNS_PATH, TENANT_ROUTE, variantPath, VARIANTS } from '../support/case-app.js'
@@ -19,7 +19,7 @@ const versions = [
 ]
 
 function caseServer(e: typeof express) {
-  const cases = createCaseApp()
+  const cases = createCaseApp({ inbox: () => new MemoryInbox() })
   const app = e()
   app.all(CASE_PATH, webhooks(cases.options))
   // Many endpoints, one receiver: the tenant from Express's own route params (a named one is a

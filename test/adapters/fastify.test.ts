@@ -5,6 +5,7 @@
  */
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { MemoryInbox } from 'svc-webhooks'
 import webhooksDefault, { webhooksPlugin } from 'svc-webhooks/fastify'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
 import { describeCaseTable, httpTransport } from '../support/case-table.js'
@@ -17,7 +18,7 @@ async function start(app: FastifyInstance) {
 }
 
 function caseApp() {
-  const cases = createCaseApp()
+  const cases = createCaseApp({ inbox: () => new MemoryInbox() })
   const app = Fastify()
   app.register(webhooksPlugin, { path: CASE_PATH, ...cases.options })
   // Many endpoints, one receiver: the tenant from Fastify's own route params.

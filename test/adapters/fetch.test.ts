@@ -8,7 +8,7 @@
 import type { AddressInfo } from 'node:net'
 import { serve, type ServerType } from '@hono/node-server'
 import { afterAll, describe, expect, it } from 'vitest'
-import { isWebhookVerificationError } from 'svc-webhooks'
+import { isWebhookVerificationError, MemoryInbox } from 'svc-webhooks'
 import { createFetchHandler, handleRequest, toResponse, verifyRequest } from 'svc-webhooks/fetch'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
 import { describeCaseTable, fetchTransport, httpTransport, type CaseTransport } from '../support/case-table.js'
@@ -60,13 +60,13 @@ function caseFetchApp(app: CaseApp, form: 'createFetchHandler' | 'handleRequest'
 }
 
 async function startCaseApp(form: 'createFetchHandler' | 'handleRequest'): Promise<CaseTransport> {
-  return httpTransport({ url: await listen(caseFetchApp(createCaseApp(), form)) })
+  return httpTransport({ url: await listen(caseFetchApp(createCaseApp({ inbox: () => new MemoryInbox() }), form)) })
 }
 
 describeCaseTable('fetch: createFetchHandler on node:http (@hono/node-server)', () => startCaseApp('createFetchHandler'))
 describeCaseTable('fetch: handleRequest on node:http (@hono/node-server)', () => startCaseApp('handleRequest'))
 describeCaseTable('fetch: createFetchHandler, in process', async () => {
-  const app = createCaseApp()
+  const app = createCaseApp({ inbox: () => new MemoryInbox() })
   return fetchTransport(caseFetchApp(app, 'createFetchHandler'), app)
 })
 

@@ -5,11 +5,12 @@
  * parsed-body one behind a middleware that reads c.req.json() first).
  */
 import { Hono, type Context } from 'hono'
+import { MemoryInbox } from 'svc-webhooks'
 import { webhooks } from 'svc-webhooks/hono'
 import { createCaseApp, CASE_PATH, RUNS_PATH, TENANT_ROUTE, variantPath, VARIANTS } from '../support/case-app.js'
 import { drainRefused } from '../support/workerd-drain.js'
 
-const caseApp = createCaseApp()
+const caseApp = createCaseApp({ inbox: () => new MemoryInbox() })
 const app = new Hono()
 
 // See drainRefused: workerd's dev server resets a connection whose request body was left unread.

@@ -7,7 +7,7 @@ import { getRequestListener } from '@hono/node-server'
 import { Hono, type Context } from 'hono'
 import { HTTPException } from 'hono/http-exception'
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest'
-import { isWebhookVerificationError, type VerifiedDelivery } from 'svc-webhooks'
+import { isWebhookVerificationError, MemoryInbox, type VerifiedDelivery } from 'svc-webhooks'
 import { webhooks, type WebhookVariables } from 'svc-webhooks/hono'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
 import { describeCaseTable, httpTransport } from '../support/case-table.js'
@@ -17,7 +17,7 @@ import { listen, postChunked, type RunningServer } from '../support/servers.js'
 const serve = (app: Hono<any>) => listen(getRequestListener(app.fetch))
 
 describeCaseTable('hono on @hono/node-server', async () => {
-  const cases = createCaseApp()
+  const cases = createCaseApp({ inbox: () => new MemoryInbox() })
   const app = new Hono()
   app.all(CASE_PATH, webhooks(cases.options))
   // Many endpoints, one receiver: the tenant from Hono's own route params.

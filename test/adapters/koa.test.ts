@@ -5,6 +5,7 @@
 import Koa from 'koa'
 import type { Context } from 'koa'
 import { afterAll, describe, expect, expectTypeOf, it } from 'vitest'
+import { MemoryInbox } from 'svc-webhooks'
 import { webhooks } from 'svc-webhooks/koa'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
 import { describeCaseTable, httpTransport } from '../support/case-table.js'
@@ -26,7 +27,7 @@ async function parseBody(ctx: Context, next: () => Promise<unknown>): Promise<vo
  * parsed-body variant sits behind {@link parseBody}.
  */
 function caseServer() {
-  const cases = createCaseApp()
+  const cases = createCaseApp({ inbox: () => new MemoryInbox() })
   const hook = webhooks(cases.options)
   const tenants = webhooks(cases.tenantOptions((ctx: Context) => tenantFromPath(ctx.path)))
   const variants = cases.variants((options) => webhooks(options))

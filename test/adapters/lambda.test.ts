@@ -14,6 +14,7 @@ import type {
   LambdaFunctionURLHandler,
 } from 'aws-lambda'
 import { describe, expect, it } from 'vitest'
+import { MemoryInbox } from 'svc-webhooks'
 import { webhooks, type LambdaWebhookEvent, type LambdaWebhookResult } from 'svc-webhooks/lambda'
 import { sampleEvent, signWebhook, type SignedWebhook } from 'svc-webhooks/testing'
 import { createCaseApp, CASE_MAX_BODY_BYTES, CASE_SECRET, tenantFromPath, variantFromPath, type CaseApp, type CaseVariant } from '../support/case-app.js'
@@ -81,7 +82,7 @@ for (const source of LAMBDA_SOURCES) {
     describeCaseTable(
       name,
       async () => {
-        const app = createCaseApp()
+        const app = createCaseApp({ inbox: () => new MemoryInbox() })
         return lambdaTransport(caseFunction(app), app, { source, base64 })
       },
       { lacks: { 'stalled-body': 'Lambda hands the function the whole body, buffered by the service in front of it' } },

@@ -4,6 +4,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { afterAll, describe, expect, expectTypeOf, it } from 'vitest'
+import { MemoryInbox } from 'svc-webhooks'
 import { createNodeHandler } from 'svc-webhooks/node'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
 import { describeCaseTable, httpTransport } from '../support/case-table.js'
@@ -16,7 +17,7 @@ import { listen, postChunked, type RunningServer } from '../support/servers.js'
  * a body-parsing middleware does), the runs record on RUNS_PATH, 404 elsewhere.
  */
 function caseListener() {
-  const cases = createCaseApp()
+  const cases = createCaseApp({ inbox: () => new MemoryInbox() })
   const handle = createNodeHandler(cases.options)
   // Many endpoints, one receiver: node:http has no router, the tenant is read from req.url.
   const tenants = createNodeHandler(cases.tenantOptions((req: IncomingMessage) => tenantFromPath(req.url)))

@@ -13,7 +13,7 @@
  */
 import { hmacHex } from '#crypto'
 import { Hono } from 'hono'
-import { isWebhookVerificationError, verifyWebhook } from 'svc-webhooks'
+import { isWebhookVerificationError, MemoryInbox, verifyWebhook } from 'svc-webhooks'
 import { createFetchHandler } from 'svc-webhooks/fetch'
 import { webhooks } from 'svc-webhooks/hono'
 
@@ -56,12 +56,12 @@ const json = (value, status = 200) => new Response(JSON.stringify(value), { stat
  * @returns {(request: Request) => Promise<Response>}
  */
 export function createRuntimeApp({ createCaseApp, tenantFromPath, variantFromPath, variantPath, TENANT_ROUTE, VARIANTS }) {
-  const fetchCase = createCaseApp()
+  const fetchCase = createCaseApp({ inbox: () => new MemoryInbox() })
   const fetchHandler = createFetchHandler(fetchCase.options)
   const fetchTenants = createFetchHandler(fetchCase.tenantOptions((request) => tenantFromPath(new URL(request.url).pathname)))
   const fetchVariants = fetchCase.variants((options) => createFetchHandler(options))
 
-  const honoCase = createCaseApp()
+  const honoCase = createCaseApp({ inbox: () => new MemoryInbox() })
   const hono = new Hono()
   hono.all('/hono/webhooks/svc', webhooks(honoCase.options))
   hono.all(`/hono${TENANT_ROUTE}`, webhooks(honoCase.tenantOptions((c) => c.req.param('tenant'))))

@@ -70,12 +70,9 @@ const report: Record<string, Info & { startMs: number }> = {}
 const children: ChildProcess[] = []
 
 beforeAll(async () => {
-  // case-app.ts is TypeScript importing './case-table-constants.js' and MemoryInbox: bundled to one
-  // plain module (MemoryInbox from the built package, through its self-reference) that every
-  // runtime can load; app.mjs takes the whole module.
-  // `tsconfigRaw: {}`: the repository's tsconfig maps `svc-webhooks` to src/ for the type checker;
-  // the bundle takes the built package, as users install it.
-  await build({ entryPoints: [join(root, 'test/support/case-app.ts')], bundle: true, format: 'esm', platform: 'neutral', outfile: caseAppFile, tsconfigRaw: {}, logLevel: 'error' })
+  // case-app.ts is TypeScript importing './case-table-constants.js': bundled to one plain module
+  // (its other imports are types) that every runtime can load; app.mjs takes the whole module.
+  await build({ entryPoints: [join(root, 'test/support/case-app.ts')], bundle: true, format: 'esm', platform: 'neutral', outfile: caseAppFile, logLevel: 'warning' })
 })
 
 afterAll(() => {

@@ -19,7 +19,8 @@
  *   each processed delivery is recorded under its endpoint too.
  * - POST VARIANT_ROUTE (`/variants/:variant/webhooks`): the adapter with `variantOptions(variant)`,
  *   one receiver per variant (mounted on each variant's path, or picked by `variantFromPath`):
- *     - inbox: a MemoryInbox (no worker: a delivery is accepted, the handler does not run);
+ *     - inbox: the inbox `createCaseApp({ inbox })` makes, a MemoryInbox (no worker: a delivery
+ *       is accepted, the handler does not run);
  *     - broken-inbox: an inbox whose append throws; broken-store: a store whose claim throws;
  *     - pending-secret: a secret source holding CASE_SECRET that says a change is pending
  *       (re-read at most every 50 ms after a mismatch);
@@ -33,18 +34,17 @@
  *   endpoints: { [endpoint]: { [id]: successfulRuns } }, scopes: [status...] }. In-process
  *   transports read `record()` instead.
  */
-import {
-  MemoryInbox,
-  type EndpointLookup,
-  type IdempotencyStore,
-  type SecretLookup,
-  type Secrets,
-  type SecretSource,
-  type TelemetryScope,
-  type WebhookHandlers,
-  type WebhookInboxProducer,
-  type WebhookResult,
-  type WebhookTelemetry,
+import type {
+  EndpointLookup,
+  IdempotencyStore,
+  SecretLookup,
+  Secrets,
+  SecretSource,
+  TelemetryScope,
+  WebhookHandlers,
+  WebhookInboxProducer,
+  WebhookResult,
+  WebhookTelemetry,
 } from 'svc-webhooks'
 import {
   BROKEN_TENANT,
@@ -95,6 +95,15 @@ export interface TenantOptions<R> {
   telemetry: WebhookTelemetry
 }
 
+export interface CaseAppOptions {
+  /**
+   * Makes the inbox variant's inbox: `() => new MemoryInbox()`, imported by the entry. This file
+   * imports no value from the package, so every bundler (Next's server and Edge builds, workerd,
+   * the runtime matrix) takes it as is, without resolving `svc-webhooks` from test/support.
+   */
+  inbox?: () => WebhookInboxProducer
+}
+
 /** Receiver options of a variant route (see the CASE_APP contract above). */
 export interface VariantOptions {
   secret: string | SecretSource
@@ -119,8 +128,8 @@ export interface CaseApp {
    * from its own request. `secrets` replaces TENANT_SECRETS (e.g. read from a Worker's `env`).
    */
   tenantOptions<R>(tenantOf: (request: R) => string | undefined, secrets?: Readonly<Record<string, Secrets>>): TenantOptions<R>
-  /** Receiver options of one variant route; a fresh inbox or store on each call. */
-  variantOptions(variant: CaseVariant): VariantOptions
+  /** Receiver options of one variant route; a fresh inbox on each call (`inbox` replaces the app's). */
+  variantOptions(variant: CaseVariant, inbox?: () => WebhookInboxProducer): VariantOptions
   /** One handler per variant, `make` called with each variant's options (an adapter's factory). */
   variants<H>(make: (options: VariantOptions, variant: CaseVariant) => H): Record<CaseVariant, H>
   /** A copy of the record, for in-process transports. */
@@ -131,12 +140,12 @@ export interface CaseApp {
 
 /**
  * @example
- * const app = createCaseApp()
+ * const app = createCaseApp({ inbox: () => new MemoryInbox() })
  * server.post(CASE_PATH, webhooks(app.options)); server.get(RUNS_PATH, (_, res) => res.type('json').send(app.runsJson()))
  * server.post(TENANT_ROUTE, webhooks(app.tenantOptions((req: Request) => req.params.tenant)))
  * for (const [name, hook] of Object.entries(app.variants((options) => webhooks(options)))) server.post(variantPath(name), hook)
  */
-export function createCaseApp(): CaseApp {
+export function createCaseApp({ inbox: makeInbox }: CaseAppOptions = {}): CaseApp {
   const runs: Record<string, number> = {}
   const attempts: Record<string, number> = {}
   const endpoints: Record<string, Record<string, number>> = {}
@@ -167,11 +176,12 @@ export function createCaseApp(): CaseApp {
     const byId = (endpoints[endpoint] ??= {})
     byId[id] = (byId[id] ?? 0) + 1
   }
-  const variantOptions = (variant: CaseVariant): VariantOptions => {
+  const variantOptions = (variant: CaseVariant, inbox = makeInbox): VariantOptions => {
     const base = { secret: CASE_SECRET, maxBodyBytes: CASE_MAX_BODY_BYTES, on, telemetry }
     switch (variant) {
       case 'inbox':
-        return { ...base, inbox: new MemoryInbox() }
+        if (inbox === undefined) throw new TypeError('case app: the inbox variant needs createCaseApp({ inbox: () => new MemoryInbox() })')
+        return { ...base, inbox: inbox() }
       case 'broken-inbox':
         return { ...base, inbox: { append: async () => fail('the inbox is unreachable') } }
       case 'broken-store':

@@ -7,7 +7,7 @@
  * routes it, as it would in production. A stalled request's body is a stream that sends its
  * bytes and then never ends, over a real socket or in process.
  */
-import { createWebhookReceiver, readRequestBody, type WebhookReceiver, type WebhookTransport } from 'svc-webhooks'
+import { createWebhookReceiver, MemoryInbox, readRequestBody, type WebhookReceiver, type WebhookTransport } from 'svc-webhooks'
 import type { LambdaWebhookEvent, LambdaWebhookResult } from 'svc-webhooks/lambda'
 import type { CaseApp, RunsRecord } from './case-app.js'
 import { CASE_PATH, RUNS_PATH, TENANT_ROUTE, tenantPath, VARIANT_ROUTE, variantPath, VARIANTS, type CaseVariant } from './case-table-constants.js'
@@ -147,7 +147,7 @@ const requestTransport: WebhookTransport<Request> = {
  * In process: the core's `receiver.handle()`, with the body already held as bytes; tenant rows go
  * to `tenants`, a receiver whose `secret` and `endpoint` read the path of a {@link PathRequest}
  * given to `receive()` (a handled request has no path). Variant rows go to a receiver per variant,
- * built here from the case app's `variantOptions`: the `parsed-body` one is handed the parsed JSON
+ * built here from the case app's `variantOptions` (the inbox variant with a MemoryInbox): the `parsed-body` one is handed the parsed JSON
  * (what a framework's parser leaves), a stalled body goes through `receive()` with a `Request`
  * read by the core's `readRequestBody`.
  *
@@ -161,7 +161,8 @@ export function receiverTransport(
   app: CaseApp,
   tenants?: Pick<WebhookReceiver<PathRequest>, 'receive'>,
 ): CaseTransport {
-  const variants = Object.fromEntries(VARIANTS.map((variant) => [variant, createWebhookReceiver(app.variantOptions(variant))]))
+  const inbox = () => new MemoryInbox()
+  const variants = Object.fromEntries(VARIANTS.map((variant) => [variant, createWebhookReceiver(app.variantOptions(variant, inbox))]))
   return {
     async send(request) {
       const { method, headers, body } = request
