@@ -2,11 +2,14 @@
  * The case app as a Cloudflare Worker (bundled by test/support/workerd.ts, run in workerd): the
  * `svc-webhooks/cloudflare` wrapper with the Durable Object store, on CASE_PATH and on the
  * multi-tenant route (the tenant from the URL path, each tenant's secrets from the TENANT_SECRETS
- * binding through `withWebhooks((env) => options)`), plus probes for the tests in
+ * binding through `withWebhooks((env) => options)`), on each variant route (picked by
+ * `variantFromPath`; the parsed-body one after `request.json()`, the broken-store one with its
+ * own store, the others with the Durable Object store), plus probes for the tests in
  * cloudflare.test.ts (a Worker whose secret binding is missing, direct store calls).
  */
+import { MemoryInbox } from 'svc-webhooks'
 import { DurableObjectStore, withWebhooks, type DurableObjectNamespaceLike } from 'svc-webhooks/cloudflare'
-import { createCaseApp, CASE_PATH, RUNS_PATH, tenantFromPath } from '../support/case-app.js'
+import { createCaseApp, CASE_PATH, RUNS_PATH, tenantFromPath, variantFromPath } from '../support/case-app.js'
 import { drainRefused } from '../support/workerd-drain.js'
 
 export { WebhookIdempotencyObject } from 'svc-webhooks/cloudflare'
@@ -18,7 +21,7 @@ interface Env {
   WEBHOOK_IDEMPOTENCY: DurableObjectNamespaceLike
 }
 
-const app = createCaseApp()
+const app = createCaseApp({ inbox: () => new MemoryInbox() })
 let optionsCalls = 0
 
 const caseWorker = withWebhooks((env: Env) => {
@@ -30,6 +33,9 @@ const tenantWorker = withWebhooks((env: Env) => ({
   ...app.tenantOptions((request: Request) => tenantFromPath(new URL(request.url).pathname), JSON.parse(env.TENANT_SECRETS) as Record<string, string | string[]>),
   store: new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY),
 }))
+const variants = app.variants((options, variant) =>
+  withWebhooks((env: Env) => (variant === 'broken-store' ? options : { ...options, store: new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY) })),
+)
 const missingSecret = withWebhooks({ secretBinding: 'MISSING_SECRET_BINDING', on: app.on })
 const rotated = withWebhooks({ secretBinding: ['OLD_SECRETS', 'SVC_WEBHOOK_SECRET'], on: {} })
 
@@ -40,6 +46,9 @@ export default {
     const { pathname } = new URL(request.url)
     if (pathname === CASE_PATH) return drainRefused(request, await caseWorker.fetch(request, env))
     if (tenantFromPath(pathname) !== undefined) return drainRefused(request, await tenantWorker.fetch(request, env))
+    const variant = variantFromPath(pathname)
+    if (variant === 'parsed-body') await request.json()
+    if (variant !== undefined) return drainRefused(request, await variants[variant].fetch(request, env))
     if (pathname === RUNS_PATH) return new Response(app.runsJson(), { headers: { 'content-type': 'application/json' } })
     if (pathname === '/missing-secret') return missingSecret.fetch(request, env)
     if (pathname === '/rotated') return rotated.fetch(request, env)

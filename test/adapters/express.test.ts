@@ -7,10 +7,10 @@ import express4 from 'express4'
 import type { ErrorRequestHandler, Request } from 'express'
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest'
 import { webhooks } from 'svc-webhooks/express'
-import type { VerifiedDelivery, WebhookErrorCode } from 'svc-webhooks'
+import { MemoryInbox, type VerifiedDelivery, type WebhookErrorCode } from 'svc-webhooks'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
 import { describeCaseTable, httpTransport } from '../support/case-table.js'
-import { CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, createCaseApp, RUNS_PATH, TENANT_ROUTE } from '../support/case-app.js'
+import { CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, createCaseApp, RUNS_PATH, TENANT_ROUTE, variantPath, VARIANTS } from '../support/case-app.js'
 import { listen, postChunked, type RunningServer } from '../support/servers.js'
 
 const versions = [
@@ -19,13 +19,18 @@ const versions = [
 ]
 
 function caseServer(e: typeof express) {
-  const cases = createCaseApp()
+  const cases = createCaseApp({ inbox: () => new MemoryInbox() })
   const app = e()
   app.all(CASE_PATH, webhooks(cases.options))
   // Many endpoints, one receiver: the tenant from Express's own route params (a named one is a
   // string; Express 5 types a param as string | string[] for wildcards).
   const tenantOf = (req: Request) => (typeof req.params.tenant === 'string' ? req.params.tenant : undefined)
   app.all(TENANT_ROUTE, webhooks(cases.tenantOptions(tenantOf)))
+  // The variant routes, one receiver each on its own path; express.json() in front of the
+  // parsed-body one, as an app that mounts it for every route has it.
+  for (const variant of VARIANTS) {
+    app.all(variantPath(variant), ...(variant === 'parsed-body' ? [e.json()] : []), webhooks(cases.variantOptions(variant)))
+  }
   app.get(RUNS_PATH, (_req, res) => {
     res.type('json').send(cases.runsJson())
   })

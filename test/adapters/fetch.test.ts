@@ -8,11 +8,11 @@
 import type { AddressInfo } from 'node:net'
 import { serve, type ServerType } from '@hono/node-server'
 import { afterAll, describe, expect, it } from 'vitest'
-import { isWebhookVerificationError } from 'svc-webhooks'
+import { isWebhookVerificationError, MemoryInbox } from 'svc-webhooks'
 import { createFetchHandler, handleRequest, toResponse, verifyRequest } from 'svc-webhooks/fetch'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
 import { describeCaseTable, fetchTransport, httpTransport, type CaseTransport } from '../support/case-table.js'
-import { createCaseApp, CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, RUNS_PATH, tenantFromPath, type CaseApp } from '../support/case-app.js'
+import { createCaseApp, CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, RUNS_PATH, tenantFromPath, variantFromPath, type CaseApp } from '../support/case-app.js'
 
 const servers: ServerType[] = []
 
@@ -35,30 +35,38 @@ async function listen(fetch: (request: Request) => Response | Promise<Response>)
 
 /**
  * The CASE_APP contract as one Fetch handler: the webhook route, the multi-tenant route (the
- * tenant read from the request's URL path: a Fetch handler has no router) and the runs record.
+ * tenant read from the request's URL path: a Fetch handler has no router), the variant routes
+ * (the parsed-body one after `request.json()`) and the runs record.
  */
 function caseFetchApp(app: CaseApp, form: 'createFetchHandler' | 'handleRequest'): (request: Request) => Promise<Response> {
   const options = app.options
   const tenantOptions = app.tenantOptions((request: Request) => tenantFromPath(new URL(request.url).pathname))
   const webhook = form === 'createFetchHandler' ? createFetchHandler(options) : (request: Request) => handleRequest(request, options)
   const tenants = form === 'createFetchHandler' ? createFetchHandler(tenantOptions) : (request: Request) => handleRequest(request, tenantOptions)
+  const variants = app.variants((options) =>
+    form === 'createFetchHandler' ? createFetchHandler(options) : (request: Request) => handleRequest(request, options),
+  )
   return async (request) => {
     const { pathname } = new URL(request.url)
     if (pathname === CASE_PATH) return webhook(request)
     if (tenantFromPath(pathname) !== undefined) return tenants(request)
+    const variant = variantFromPath(pathname)
+    // The parsed-body variant: the app read the body first (request.json()).
+    if (variant === 'parsed-body') await request.json()
+    if (variant !== undefined) return variants[variant](request)
     if (pathname === RUNS_PATH) return new Response(app.runsJson(), { headers: { 'content-type': 'application/json' } })
     return new Response('not found', { status: 404 })
   }
 }
 
 async function startCaseApp(form: 'createFetchHandler' | 'handleRequest'): Promise<CaseTransport> {
-  return httpTransport({ url: await listen(caseFetchApp(createCaseApp(), form)) })
+  return httpTransport({ url: await listen(caseFetchApp(createCaseApp({ inbox: () => new MemoryInbox() }), form)) })
 }
 
 describeCaseTable('fetch: createFetchHandler on node:http (@hono/node-server)', () => startCaseApp('createFetchHandler'))
 describeCaseTable('fetch: handleRequest on node:http (@hono/node-server)', () => startCaseApp('handleRequest'))
 describeCaseTable('fetch: createFetchHandler, in process', async () => {
-  const app = createCaseApp()
+  const app = createCaseApp({ inbox: () => new MemoryInbox() })
   return fetchTransport(caseFetchApp(app, 'createFetchHandler'), app)
 })
 

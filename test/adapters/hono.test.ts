@@ -7,21 +7,27 @@ import { getRequestListener } from '@hono/node-server'
 import { Hono, type Context } from 'hono'
 import { HTTPException } from 'hono/http-exception'
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest'
-import { isWebhookVerificationError, type VerifiedDelivery } from 'svc-webhooks'
+import { isWebhookVerificationError, MemoryInbox, type VerifiedDelivery } from 'svc-webhooks'
 import { webhooks, type WebhookVariables } from 'svc-webhooks/hono'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
 import { describeCaseTable, httpTransport } from '../support/case-table.js'
-import { CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, createCaseApp, RUNS_PATH, TENANT_ROUTE } from '../support/case-app.js'
+import { CASE_MAX_BODY_BYTES, CASE_PATH, CASE_SECRET, createCaseApp, RUNS_PATH, TENANT_ROUTE, variantPath, VARIANTS } from '../support/case-app.js'
 import { listen, postChunked, type RunningServer } from '../support/servers.js'
 
 const serve = (app: Hono<any>) => listen(getRequestListener(app.fetch))
 
 describeCaseTable('hono on @hono/node-server', async () => {
-  const cases = createCaseApp()
+  const cases = createCaseApp({ inbox: () => new MemoryInbox() })
   const app = new Hono()
   app.all(CASE_PATH, webhooks(cases.options))
   // Many endpoints, one receiver: the tenant from Hono's own route params.
   app.all(TENANT_ROUTE, webhooks(cases.tenantOptions((c: Context) => c.req.param('tenant'))))
+  // The variant routes, one receiver each on its own path; the parsed-body one behind a
+  // middleware that reads c.req.json() first, as a validator does.
+  for (const variant of VARIANTS) {
+    if (variant === 'parsed-body') app.use(variantPath(variant), async (c, next) => void (await c.req.json(), await next()))
+    app.all(variantPath(variant), webhooks(cases.variantOptions(variant)))
+  }
   app.get(RUNS_PATH, (c) => c.body(cases.runsJson(), 200, { 'content-type': 'application/json' }))
   return httpTransport(await serve(app))
 })

@@ -5,21 +5,39 @@
 import Koa from 'koa'
 import type { Context } from 'koa'
 import { afterAll, describe, expect, expectTypeOf, it } from 'vitest'
+import { MemoryInbox } from 'svc-webhooks'
 import { webhooks } from 'svc-webhooks/koa'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
 import { describeCaseTable, httpTransport } from '../support/case-table.js'
-import { CASE_PATH, CASE_SECRET, createCaseApp, RUNS_PATH, tenantFromPath } from '../support/case-app.js'
+import { CASE_PATH, CASE_SECRET, createCaseApp, RUNS_PATH, tenantFromPath, variantFromPath } from '../support/case-app.js'
 import { listen, type RunningServer } from '../support/servers.js'
 
-/** The case app: Koa has no router, so the webhook routes are picked by `ctx.path`. */
+/**
+ * A minimal body parser, as koa-bodyparser does: reads the stream and sets ctx.request.body.
+ */
+async function parseBody(ctx: Context, next: () => Promise<unknown>): Promise<void> {
+  const chunks: Buffer[] = []
+  for await (const chunk of ctx.req) chunks.push(chunk as Buffer)
+  ;(ctx.request as { body?: unknown }).body = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+  await next()
+}
+
+/**
+ * The case app: Koa has no router, so the webhook routes are picked by `ctx.path`; the
+ * parsed-body variant sits behind {@link parseBody}.
+ */
 function caseServer() {
-  const cases = createCaseApp()
+  const cases = createCaseApp({ inbox: () => new MemoryInbox() })
   const hook = webhooks(cases.options)
   const tenants = webhooks(cases.tenantOptions((ctx: Context) => tenantFromPath(ctx.path)))
+  const variants = cases.variants((options) => webhooks(options))
   const app = new Koa()
   app.use(async (ctx, next) => {
     if (ctx.path === CASE_PATH) return hook(ctx, next)
     if (tenantFromPath(ctx.path) !== undefined) return tenants(ctx, next)
+    const variant = variantFromPath(ctx.path)
+    if (variant === 'parsed-body') return parseBody(ctx, () => variants[variant](ctx, next))
+    if (variant !== undefined) return variants[variant](ctx, next)
     if (ctx.path === RUNS_PATH) {
       ctx.type = 'json'
       ctx.body = cases.runsJson()
@@ -52,13 +70,7 @@ describe('svc-webhooks/koa', () => {
       await next()
       ctx.set('x-app', 'seen')
     })
-    // A minimal body parser, as koa-bodyparser does: reads the stream and sets ctx.request.body.
-    app.use(async (ctx, next) => {
-      const chunks: Buffer[] = []
-      for await (const chunk of ctx.req) chunks.push(chunk as Buffer)
-      ;(ctx.request as { body?: unknown }).body = JSON.parse(Buffer.concat(chunks).toString('utf8'))
-      await next()
-    })
+    app.use(parseBody)
     app.use(webhooks({ secret: CASE_SECRET, on: { 'message.received': () => void runs++ }, log: (line) => lines.push(line) }))
     const server = await listen(app.callback())
     servers.push(server)

@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
-import { CASE_SECRET, describeCaseTable, httpTransport, tenantPath } from '../support/case-table.js'
+import { CASE_SECRET, describeCaseTable, httpTransport, tenantPath, variantPath } from '../support/case-table.js'
 import { freePort } from '../support/free-port.mjs'
 
 const repo = fileURLToPath(new URL('../..', import.meta.url))
@@ -96,9 +96,19 @@ describe('next: the case app (test/fixtures/next-app)', () => {
   })
 
   const routes = (base: string) => async () =>
-    httpTransport({ url: (await fixture()).url, path: `${base}/webhooks/svc`, runsPath: `${base}/runs`, tenantPath: (tenant) => `${base}${tenantPath(tenant)}` })
+    httpTransport({
+      url: (await fixture()).url,
+      path: `${base}/webhooks/svc`,
+      runsPath: `${base}/runs`,
+      tenantPath: (tenant) => `${base}${tenantPath(tenant)}`,
+      variantPath: (variant) => `${base}${variantPath(variant)}`,
+    })
   describeCaseTable('next app router, nodejs runtime', routes('/node'))
-  describeCaseTable('next app router, edge runtime', routes('/edge'))
+  describeCaseTable('next app router, edge runtime', routes('/edge'), {
+    // Measured with `next start`: the Edge route is not invoked until the whole body has arrived,
+    // so a stalled body gets no answer at all (the sender's own timeout ends it).
+    lacks: { 'stalled-body': "Next's Edge runtime runs the route only once the whole body has arrived" },
+  })
   describeCaseTable('next pages router (bodyParser: false)', routes('/api/pages'))
 
   describe('svc-webhooks/next', () => {

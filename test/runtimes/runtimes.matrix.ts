@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { build } from 'esbuild'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { describeCaseTable, httpTransport, tenantPath } from '../support/case-table.js'
+import { describeCaseTable, httpTransport, tenantPath, variantPath } from '../support/case-table.js'
 import { describeWithService, itNeeding } from '../support/services.js'
 
 const root = resolve(import.meta.dirname, '../..')
@@ -71,7 +71,7 @@ const children: ChildProcess[] = []
 
 beforeAll(async () => {
   // case-app.ts is TypeScript importing './case-table-constants.js': bundled to one plain module
-  // (its only other import is a type) that every runtime can load; app.mjs takes the whole module.
+  // (its other imports are types) that every runtime can load; app.mjs takes the whole module.
   await build({ entryPoints: [join(root, 'test/support/case-app.ts')], bundle: true, format: 'esm', platform: 'neutral', outfile: caseAppFile, logLevel: 'warning' })
 })
 
@@ -154,7 +154,13 @@ for (const runtime of RUNTIMES) {
     })
 
     describeCaseTable(`${runtime.name} / fetch`, async () =>
-      httpTransport({ url: await url(), path: '/fetch/webhooks/svc', runsPath: '/fetch/runs', tenantPath: (tenant) => `/fetch${tenantPath(tenant)}` }),
+      httpTransport({
+        url: await url(),
+        path: '/fetch/webhooks/svc',
+        runsPath: '/fetch/runs',
+        tenantPath: (tenant) => `/fetch${tenantPath(tenant)}`,
+        variantPath: (variant) => `/fetch${variantPath(variant)}`,
+      }),
     )
     describeCaseTable(`${runtime.name} / hono`, async () =>
       httpTransport({
@@ -162,6 +168,7 @@ for (const runtime of RUNTIMES) {
         path: '/hono/webhooks/svc',
         runsPath: '/hono/runs',
         tenantPath: (tenant) => `/hono${tenantPath(tenant)}`,
+        variantPath: (variant) => `/hono${variantPath(variant)}`,
         close: async () => stop((await start()).child),
       }),
     )

@@ -17,25 +17,62 @@
  *   same handlers; `secret` is an async lookup of TENANT_SECRETS (globex holds a rotation list,
  *   an unknown tenant has none, BROKEN_TENANT's lookup rejects), `endpoint` is the tenant, and
  *   each processed delivery is recorded under its endpoint too.
- * - Both routes get the app's `telemetry`, which records how each receive scope ended (its
+ * - POST VARIANT_ROUTE (`/variants/:variant/webhooks`): the adapter with `variantOptions(variant)`,
+ *   one receiver per variant (mounted on each variant's path, or picked by `variantFromPath`):
+ *     - inbox: the inbox `createCaseApp({ inbox })` makes, a MemoryInbox (no worker: a delivery
+ *       is accepted, the handler does not run);
+ *     - broken-inbox: an inbox whose append throws; broken-store: a store whose claim throws;
+ *     - pending-secret: a secret source holding CASE_SECRET that says a change is pending
+ *       (re-read at most every 50 ms after a mismatch);
+ *     - slow-body: `bodyTimeoutMs` CASE_BODY_TIMEOUT_MS (the row sends a body that stalls);
+ *     - broken-telemetry: a telemetry whose `verified()` throws (its scopes still end and record);
+ *     - parsed-body: the plain options, with the framework's own body parser mounted first
+ *       (express.json(), a Koa parser, c.req.json() in Hono, a node listener reading the stream).
+ * - Every route gets the app's `telemetry`, which records how each receive scope ended (its
  *   status), so every row also checks that each entry reports one scope per request.
  * - GET RUNS_PATH: `runsJson()`, i.e. { runs: { [id]: successfulRuns }, attempts: { [id]: attempts },
  *   endpoints: { [endpoint]: { [id]: successfulRuns } }, scopes: [status...] }. In-process
  *   transports read `record()` instead.
  */
-import type { EndpointLookup, SecretLookup, Secrets, TelemetryScope, WebhookHandlers, WebhookResult, WebhookTelemetry } from 'svc-webhooks'
-import { BROKEN_TENANT, CASE_MAX_BODY_BYTES, CASE_SECRET, TENANT_SECRETS } from './case-table-constants.js'
+import type {
+  EndpointLookup,
+  IdempotencyStore,
+  SecretLookup,
+  Secrets,
+  SecretSource,
+  TelemetryScope,
+  WebhookHandlers,
+  WebhookInboxProducer,
+  WebhookResult,
+  WebhookTelemetry,
+} from 'svc-webhooks'
+import {
+  BROKEN_TENANT,
+  CASE_BODY_TIMEOUT_MS,
+  CASE_MAX_BODY_BYTES,
+  CASE_SECRET,
+  TENANT_SECRETS,
+  VARIANTS,
+  type CaseVariant,
+} from './case-table-constants.js'
 
 export {
   BROKEN_TENANT,
+  CASE_BODY_TIMEOUT_MS,
   CASE_MAX_BODY_BYTES,
   CASE_PATH,
   CASE_SECRET,
+  PENDING_SECRET,
   RUNS_PATH,
   TENANT_ROUTE,
   TENANT_SECRETS,
   tenantFromPath,
   tenantPath,
+  VARIANT_ROUTE,
+  variantFromPath,
+  variantPath,
+  VARIANTS,
+  type CaseVariant,
 } from './case-table-constants.js'
 
 /** The handler's record: successful runs and attempts, by delivery id; on the tenant route also by endpoint. */
@@ -58,6 +95,27 @@ export interface TenantOptions<R> {
   telemetry: WebhookTelemetry
 }
 
+export interface CaseAppOptions {
+  /**
+   * Makes the inbox variant's inbox: `() => new MemoryInbox()`, imported by the entry. This file
+   * imports no value from the package, so every bundler (Next's server and Edge builds, workerd,
+   * the runtime matrix) takes it as is, without resolving `svc-webhooks` from test/support.
+   */
+  inbox?: () => WebhookInboxProducer
+}
+
+/** Receiver options of a variant route (see the CASE_APP contract above). */
+export interface VariantOptions {
+  secret: string | SecretSource
+  maxBodyBytes: number
+  on: WebhookHandlers
+  telemetry: WebhookTelemetry
+  inbox?: WebhookInboxProducer
+  store?: IdempotencyStore
+  bodyTimeoutMs?: number
+  secretRereadMs?: number
+}
+
 /** Handlers that record their runs, and the JSON body the runs route answers with. */
 export interface CaseApp {
   on: WebhookHandlers
@@ -70,6 +128,10 @@ export interface CaseApp {
    * from its own request. `secrets` replaces TENANT_SECRETS (e.g. read from a Worker's `env`).
    */
   tenantOptions<R>(tenantOf: (request: R) => string | undefined, secrets?: Readonly<Record<string, Secrets>>): TenantOptions<R>
+  /** Receiver options of one variant route; a fresh inbox on each call (`inbox` replaces the app's). */
+  variantOptions(variant: CaseVariant, inbox?: () => WebhookInboxProducer): VariantOptions
+  /** One handler per variant, `make` called with each variant's options (an adapter's factory). */
+  variants<H>(make: (options: VariantOptions, variant: CaseVariant) => H): Record<CaseVariant, H>
   /** A copy of the record, for in-process transports. */
   record(): RunsRecord
   /** The record as the runs route's JSON body. */
@@ -78,11 +140,12 @@ export interface CaseApp {
 
 /**
  * @example
- * const app = createCaseApp()
+ * const app = createCaseApp({ inbox: () => new MemoryInbox() })
  * server.post(CASE_PATH, webhooks(app.options)); server.get(RUNS_PATH, (_, res) => res.type('json').send(app.runsJson()))
  * server.post(TENANT_ROUTE, webhooks(app.tenantOptions((req: Request) => req.params.tenant)))
+ * for (const [name, hook] of Object.entries(app.variants((options) => webhooks(options)))) server.post(variantPath(name), hook)
  */
-export function createCaseApp(): CaseApp {
+export function createCaseApp({ inbox: makeInbox }: CaseAppOptions = {}): CaseApp {
   const runs: Record<string, number> = {}
   const attempts: Record<string, number> = {}
   const endpoints: Record<string, Record<string, number>> = {}
@@ -95,6 +158,10 @@ export function createCaseApp(): CaseApp {
     end: (result) => void scopes.push(result.status ?? 0),
   })
   const telemetry: WebhookTelemetry = { receive: scope, process: scope }
+  const throwing: WebhookTelemetry = {
+    receive: () => ({ ...scope(), verified: () => fail('a telemetry exporter that throws') }),
+    process: scope,
+  }
   const on: WebhookHandlers = {
     'message.received': async (event, delivery) => {
       attempts[delivery.id] = (attempts[delivery.id] ?? 0) + 1
@@ -109,8 +176,32 @@ export function createCaseApp(): CaseApp {
     const byId = (endpoints[endpoint] ??= {})
     byId[id] = (byId[id] ?? 0) + 1
   }
+  const variantOptions = (variant: CaseVariant, inbox = makeInbox): VariantOptions => {
+    const base = { secret: CASE_SECRET, maxBodyBytes: CASE_MAX_BODY_BYTES, on, telemetry }
+    switch (variant) {
+      case 'inbox':
+        if (inbox === undefined) throw new TypeError('case app: the inbox variant needs createCaseApp({ inbox: () => new MemoryInbox() })')
+        return { ...base, inbox: inbox() }
+      case 'broken-inbox':
+        return { ...base, inbox: { append: async () => fail('the inbox is unreachable') } }
+      case 'broken-store':
+        return { ...base, store: brokenStore }
+      case 'pending-secret':
+        // A mismatch waits for a fresh read of the source: spaced 50 ms here, not the default second.
+        return { ...base, secret: pendingSource, secretRereadMs: 50 }
+      case 'slow-body':
+        return { ...base, bodyTimeoutMs: CASE_BODY_TIMEOUT_MS }
+      case 'broken-telemetry':
+        return { ...base, telemetry: throwing }
+      case 'parsed-body':
+        return base
+    }
+  }
   return {
     on,
+    variantOptions,
+    variants: <H>(make: (options: VariantOptions, variant: CaseVariant) => H) =>
+      Object.fromEntries(VARIANTS.map((variant) => [variant, make(variantOptions(variant), variant)])) as Record<CaseVariant, H>,
     options: { secret: CASE_SECRET, maxBodyBytes: CASE_MAX_BODY_BYTES, on, telemetry },
     telemetry,
     tenantOptions: <R>(tenantOf: (request: R) => string | undefined, secrets = TENANT_SECRETS) => ({
@@ -135,3 +226,17 @@ export function createCaseApp(): CaseApp {
     runsJson: () => JSON.stringify({ runs, attempts, endpoints, scopes }),
   }
 }
+
+function fail(what: string): never {
+  throw new Error(`case table: ${what}, on purpose`)
+}
+
+/** A store whose claim fails (its server is down); release and complete are never reached. */
+const brokenStore: IdempotencyStore = {
+  claim: async () => fail('the idempotency store is unreachable'),
+  complete: async () => true,
+  release: async () => false,
+}
+
+/** An endpoint whose secret is being changed: CASE_SECRET held, a change pending for the next minute. */
+const pendingSource: SecretSource = { read: () => ({ secrets: [CASE_SECRET], pendingUntil: Date.now() + 60_000 }) }

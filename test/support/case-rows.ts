@@ -7,10 +7,11 @@
  *
  * The rows drive the case app (case-app.ts): the message text 'slow' makes the handler take
  * 300 ms, 'fail-once' makes it throw on its first attempt; a send with `tenant` goes to the
- * multi-tenant route (TENANT_ROUTE) of that tenant.
+ * multi-tenant route (TENANT_ROUTE) of that tenant, one with `variant` to that variant's route
+ * (VARIANT_ROUTE). A row that `needs` what a transport lacks is reported as not applying there.
  */
 import type { AnswerName } from 'svc-webhooks'
-import { BROKEN_TENANT, CASE_MAX_BODY_BYTES, TENANT_SECRETS } from './case-table-constants.js'
+import { BROKEN_TENANT, CASE_MAX_BODY_BYTES, PENDING_SECRET, TENANT_SECRETS, type CaseVariant } from './case-table-constants.js'
 
 /** The delivery a row starts from: signed with CASE_SECRET, now, v2 and v1, unless it says otherwise. */
 export interface CaseDelivery {
@@ -34,6 +35,10 @@ export interface CaseSend {
   later?: number
   /** Sent to this tenant's route of the multi-tenant receiver (TENANT_ROUTE) instead of CASE_PATH. */
   tenant?: string
+  /** Sent to this variant route of the case app (VARIANT_ROUTE) instead of CASE_PATH. */
+  variant?: CaseVariant
+  /** Only the first half of the body is sent, then the body stalls (never ends). */
+  stall?: true
   /** Re-signed with the same id and body with this secret (another tenant's delivery under the same id). */
   secret?: string
   /** Sent with another method and no body. */
@@ -52,8 +57,20 @@ export interface CaseSend {
   others?: readonly AnswerName[]
 }
 
+/**
+ * What a row needs of the way its requests are carried, beyond a request and its answer. A
+ * transport that cannot do it says why (`CaseTransport.lacks`), and the row is reported as not
+ * applying there, with that reason, instead of being run.
+ * - `stalled-body`: a body that stops arriving before its end (a real socket or a stream); not
+ *   where the platform buffers the whole body before the code runs (Lambda, Next's Edge runtime).
+ * - `parsed-body`: the framework's own body parser mounted in front of the `parsed-body` route.
+ */
+export type CaseCapability = 'stalled-body' | 'parsed-body'
+
 export interface CaseRow {
   name: string
+  /** What the row needs of its transport (see {@link CaseCapability}). */
+  needs?: readonly CaseCapability[]
   /** Absent for a request that carries no delivery. */
   delivery?: CaseDelivery
   /** Sent in order; each answer is checked before the next request goes out. */
@@ -140,6 +157,54 @@ export const TENANT_ROWS: readonly CaseRow[] = [
 ]
 
 /**
+ * The receiver's other configurations (VARIANT_ROUTE): an inbox, an inbox and a store that are
+ * down, a secret change in progress, a body read deadline, a telemetry that throws, a body
+ * parser in front. Every answer of the core's table not reached by the plain routes is here.
+ */
+export const VARIANT_ROWS: readonly CaseRow[] = [
+  {
+    name: 'inbox: a valid delivery is appended, its resend is a duplicate',
+    delivery: { text: 'to the inbox' },
+    sends: [{ variant: 'inbox', answer: 'accepted' }, { variant: 'inbox', later: 1, answer: 'duplicate' }],
+    runs: 0,
+  },
+  { name: 'inbox whose append throws', delivery: { text: 'inbox down' }, sends: [{ variant: 'broken-inbox', answer: 'inbox_unavailable' }], runs: 0 },
+  { name: 'store whose claim throws', delivery: { text: 'store down' }, sends: [{ variant: 'broken-store', answer: 'store_unavailable' }], runs: 0 },
+  {
+    name: 'secret change pending, signed with the secret held',
+    delivery: { text: 'held secret' },
+    sends: [{ variant: 'pending-secret', answer: 'processed' }],
+    runs: 1,
+  },
+  {
+    name: 'secret change pending, signed with a secret not held yet',
+    delivery: { text: 'next secret', secret: PENDING_SECRET },
+    sends: [{ variant: 'pending-secret', answer: 'secret_pending' }],
+    runs: 0,
+  },
+  {
+    name: 'body that stalls past bodyTimeoutMs',
+    needs: ['stalled-body'],
+    delivery: { text: 'stalled' },
+    sends: [{ variant: 'slow-body', stall: true, answer: 'body_timeout' }],
+    runs: 0,
+  },
+  {
+    name: 'body read by the framework\'s parser first',
+    needs: ['parsed-body'],
+    delivery: { text: 'parsed' },
+    sends: [{ variant: 'parsed-body', answer: 'body_already_parsed' }],
+    runs: 0,
+  },
+  {
+    name: 'an unexpected error in the receiver (a telemetry that throws)',
+    delivery: { text: 'telemetry down' },
+    sends: [{ variant: 'broken-telemetry', answer: 'internal_error' }],
+    runs: 0,
+  },
+]
+
+/**
  * Every row, in the order they run. The last one checks that the target still serves after all
  * the refusals before it.
  *
@@ -187,5 +252,6 @@ export const CASE_ROWS: readonly CaseRow[] = [
   { name: 'signed body that is not JSON', delivery: { body: 'not json at all' }, sends: [{ answer: 'invalid_json' }], runs: 0 },
   { name: 'GET', sends: [{ method: 'GET', answer: 'method_not_allowed' }] },
   ...TENANT_ROWS,
+  ...VARIANT_ROWS,
   { name: 'a valid delivery after every row above', delivery: { text: 'still here' }, sends: [{ answer: 'processed' }], runs: 1 },
 ]
