@@ -94,6 +94,8 @@ const lambdaTransport: WebhookTransport<LambdaWebhookEvent> = {
     if (Array.isArray(multi) && multi.length > 1) return multi
     return getHeader(event.headers ?? {}, name)
   },
+  // A middleware ran first and parsed the body (middy's JSON body parser): the signed text is gone.
+  consumed: (event) => event.body != null && typeof event.body !== 'string',
   body(event, maxBodyBytes) {
     // A plain body is the UTF-8 text as received; the core measures maxBodyBytes on the bytes.
     // API Gateway base64-encodes binary media types, and function URLs non-text bodies.

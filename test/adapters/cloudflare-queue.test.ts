@@ -217,10 +217,19 @@ describe('cloudflare: Queues as the durable inbox (workerd)', () => {
     expect(held?.retryInMs).toBe(wasHeld ? 15 * 60 * 1000 : undefined)
   })
 
-  it('answers 503 with Retry-After when the Queue refuses the send, and frees the id so the retry is accepted', async () => {
-    const delivery = await signed('queue down')
+  it('a Queue that refuses one send: tried again inside the request, 202', async () => {
+    const delivery = await signed('queue blip')
     await fetch(`${url}/refuse-sends`, { method: 'POST', body: '1' })
+    expect(await post(delivery, '/flaky')).toMatchObject({ status: 202, json: { ok: true, accepted: true } })
+    const { runs } = of(await until((s) => of(s, delivery.id).outcomes.includes('processed')), delivery.id)
+    expect(runs).toHaveLength(1)
+  })
+
+  it('answers 503 with Retry-After when the Queue refuses every send for longer than inboxWaitMs, and frees the id so the retry is accepted', async () => {
+    const delivery = await signed('queue down')
+    await fetch(`${url}/refuse-sends`, { method: 'POST', body: '1000' })
     expect(await post(delivery, '/flaky')).toMatchObject({ status: 503, retryAfter: '5', json: { ok: false, code: 'inbox_unavailable' } })
+    await fetch(`${url}/refuse-sends`, { method: 'POST', body: '0' })
     const retry = await signWebhook({ secret: SECRET, body: delivery.body, id: delivery.id, timestamp: delivery.timestamp + 1 })
     expect(await post(retry, '/flaky')).toMatchObject({ status: 202, json: { ok: true, accepted: true } })
     const { runs, outcomes } = of(await until((s) => of(s, delivery.id).outcomes.includes('processed')), delivery.id)

@@ -80,9 +80,11 @@ const options = (env: Env) => ({
 
 const worker = withWebhooks((env: Env) => ({ ...options(env), queue: env.WEBHOOK_QUEUE }))
 
-// The same Worker over a producer that refuses its next `refuseSends` messages (the Queue down).
+// The same Worker over a producer that refuses its next `refuseSends` messages (the Queue down),
+// trying a send again for 300 ms inside the request.
 const flaky = withWebhooks((env: Env) => ({
   ...options(env),
+  inboxWaitMs: 300,
   queue: { send: (body, opts) => (refuseSends-- > 0 ? Promise.reject(new Error('the Queue is down')) : env.WEBHOOK_QUEUE.send(body, opts)) },
 }))
 
