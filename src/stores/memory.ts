@@ -127,12 +127,15 @@ export class MemoryStore implements IdempotencyStore {
       const claimedBy = this.owners[at]
       if (claimedBy !== undefined) {
         // A completion ends every claim on the id, also one taken over after this owner's lease
-        // expired. A claim is recent (within its lease), so the completion keeps its place.
+        // expired. A claim is recent (within its lease), so the completion keeps its place. The
+        // owner held it only while its lease was live: an expired claim answers false whether or
+        // not a sweep has dropped it yet (as the Redis and Postgres stores answer).
+        const held = claimedBy === owner && this.expiries[at]! > now
         this.owners[at] = undefined
         this.expiries[at] = expiresAt
         this.claims--
         if (expiresAt < this.nextExpiry) this.nextExpiry = expiresAt
-        return claimedBy === owner
+        return held
       }
       // Completed again: to the back, in the order of writing.
       this.remove(at, slot)

@@ -35,8 +35,9 @@ export interface IdempotencyStore {
   /** Atomically claims `key` for `owner` unless it is claimed (and the lease is live) or completed. */
   claim(key: string, owner: string, leaseMs: number): ClaimResult | Promise<ClaimResult>
   /**
-   * Marks `key` processed for `retentionMs`. Resolves false when `owner` no longer held the claim
-   * (its lease expired and another request claimed it); the completion is recorded either way.
+   * Marks `key` processed for `retentionMs`. Resolves false when `owner` no longer held a live
+   * claim (its lease expired, whether or not another request claimed it since); the completion
+   * is recorded either way.
    */
   complete(key: string, owner: string, retentionMs: number): boolean | Promise<boolean>
   /** Drops the claim if `owner` still holds it, so a retry can run the handler. */
