@@ -202,6 +202,14 @@ describe('the cross-realm guard', () => {
     expect(esm.errorResponse(error)).toMatchObject({ status: 401, body: '{"ok":false,"code":"invalid_signature"}' })
   })
 
+  it('carries no stack frames (a refusal is an answer, and capturing a stack would make refusing cost more than accepting), and leaves Error.stackTraceLimit as it was', () => {
+    const before = Error.stackTraceLimit
+    const error = new esm.WebhookVerificationError('invalid_signature', 'no match')
+    expect(error.stack).toBe('WebhookVerificationError: no match')
+    expect(Error.stackTraceLimit).toBe(before)
+    expect(new Error('x').stack).toMatch(/\n\s+at /)
+  })
+
   it('rejects look-alikes: an Error or a plain object with code and status is not one', () => {
     const fake = Object.assign(new Error('x'), { name: 'WebhookVerificationError', code: 'invalid_signature', status: 401 })
     for (const value of [fake, { code: 'invalid_signature', status: 401 }, null, undefined, 'invalid_signature', 401]) {
