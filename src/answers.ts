@@ -14,11 +14,17 @@
 interface Row {
   outcome: string
   status: number
+  /** The JSON body. Refusals and failures carry `{ ok: false, code }`. */
   body: Readonly<Record<string, unknown>>
+  /** Sent with `Retry-After` (the receiver's `retryAfterSeconds`): the sender should come back. */
   retryAfter?: true
+  /** Extra response headers. */
   headers?: Readonly<Record<string, string>>
+  /** The connection is closed after the answer (a body that never finished arriving). */
   close?: true
+  /** Why a delivery gets this answer, in a few words; never quotes the request. */
   cause: string
+  /** What to change, in a few words; never quotes the request. */
   fix: string
 }
 
@@ -190,21 +196,8 @@ export type AnswerName = keyof typeof ANSWERS
 export type WebhookOutcome = (typeof ANSWERS)[AnswerName]['outcome']
 
 /** One row of the answers table. */
-export interface AnswerRow {
+export interface AnswerRow extends Omit<Row, 'outcome'> {
   outcome: WebhookOutcome
-  status: number
-  /** The JSON body. Refusals and failures carry `{ ok: false, code }`. */
-  body: Readonly<Record<string, unknown>>
-  /** Sent with `Retry-After` (the receiver's `retryAfterSeconds`): the sender should come back. */
-  retryAfter?: true
-  /** Extra response headers. */
-  headers?: Readonly<Record<string, string>>
-  /** The connection is closed after the answer (a body that never finished arriving). */
-  close?: true
-  /** Why a delivery gets this answer, in a few words; never quotes the request. */
-  cause: string
-  /** What to change, in a few words; never quotes the request. */
-  fix: string
 }
 
 /** The `code` of a `WebhookVerificationError`: a refusal of a request that cannot be verified or accepted. */
