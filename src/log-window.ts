@@ -41,12 +41,12 @@ export interface LogWindowOptions {
 /** Collapses repeated lines: see {@link createLogWindow}. */
 export interface LogWindow {
   /**
-   * Writes `line` now when no window of `kind` is open (and opens one), or counts it in that
-   * window. `kind` is the summary's label: a fixed set of values (a code, a code and a known
+   * Writes `line` (or what the function returns, called only then) now when no window of `kind`
+   * is open (and opens one), or counts it in that window. `kind` is the summary's label: a fixed set of values (a code, a code and a known
    * endpoint), never a value taken from a request as is. `id` is the delivery id: the summary names
    * each distinct one, up to {@link MAX_SUMMARY_IDS}, so every delivery refused by mistake can be resent.
    */
-  write(kind: string, line: string, id?: string): void
+  write(kind: string, line: string | (() => string), id?: string): void
   /** Writes the summary of every window with repeats now and closes every window: for a stop or a test. */
   flush(): void
 }
@@ -145,7 +145,7 @@ export function createLogWindow(log: (line: string) => void, { windowMs = LOG_WI
       if (window === undefined) {
         windows.set(kind, { opened: at, repeats: 0, ids: new Set(), unlisted: 0 })
         if (at + windowMs < nextEnd) nextEnd = at + windowMs
-        log(line)
+        log(typeof line === 'function' ? line() : line)
         return
       }
       window.repeats++

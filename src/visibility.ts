@@ -167,11 +167,16 @@ export function resultLine(result: {
   id?: string
   endpoint?: string
   error?: unknown
-}): string | undefined {
+}): (() => string) | undefined {
   // A refusal's line gives its error's message, which speaks of this request; another row's, its cause and fix.
   const row: AnswerRow | undefined = result.outcome === 'refused' ? undefined : ANSWERS[result.outcome as AnswerName]
   const failed = row !== undefined && row.status >= 500
   if (result.outcome !== 'refused' && !failed && !(result.outcome === 'processed' && result.error !== undefined)) return undefined
+  // Built only when written: under a flood, repeats of a kind are counted, never formatted.
+  return () => lineOf(result, row, failed)
+}
+
+function lineOf(result: { outcome: WebhookOutcome; status: number; code?: string; id?: string; endpoint?: string; error?: unknown }, row: AnswerRow | undefined, failed: boolean): string {
   // The endpoint of a refused request can be a name taken from its URL: escaped and capped.
   const endpoint = result.endpoint && result.endpoint !== 'default' ? `endpoint ${printable(result.endpoint)}` : undefined
   const about = [result.id === undefined ? undefined : `delivery ${result.id}`, endpoint].filter(Boolean).join(', ')
@@ -182,7 +187,7 @@ export function resultLine(result: {
   }
   if (failed) {
     const error = result.error === undefined ? '' : ` (${describeError(result.error)})`
-    return `svc-webhooks: ${result.status} ${result.code}${where}: ${row.cause}; ${row.fix}.${error}`
+    return `svc-webhooks: ${result.status} ${result.code}${where}: ${row!.cause}; ${row!.fix}.${error}`
   }
   // Ours (the handler outlasted its lease), or the store's: recording the completion failed.
   const but = isOwnError(result.error) ? result.error.message : `the store did not record it, so a retry may run it again (${describeError(result.error)})`
