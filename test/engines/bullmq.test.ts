@@ -17,7 +17,7 @@ import { createInterface } from 'node:readline'
 import { Queue, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { createWebhookReceiver, isInboxError, type InboxWorkerResult, type VerifiedDelivery, type WebhookTelemetry } from 'svc-webhooks'
+import { createWebhookReceiver, isInboxError, type InboxWorkerResult, type VerifiedDelivery } from 'svc-webhooks'
 import { BullMQInbox, bullmqJobId, createBullMQProcessor, type DeliveryJobData } from 'svc-webhooks/bullmq'
 import { createNodeHandler } from 'svc-webhooks/node'
 import { RedisStore } from 'svc-webhooks/redis'
@@ -27,30 +27,10 @@ import { listen } from '../support/servers.js'
 import { eventually } from '../stores/contract.js'
 import { inboxDelivery } from '../inbox/contract.js'
 import { describeProducerContract } from './producer-contract.js'
+import { recordingTelemetry } from '../support/recording-telemetry.js'
 
 const SECRET = 'svc_whsec_bullmq_engine_tests'
 
-/**
- * A telemetry that records: each receive scope hands out its own trace context, each process
- * scope notes the trace context it was started with and how it ended.
- */
-function recordingTelemetry() {
-  const received: string[] = []
-  const processed: { id: string; traceparent?: string; outcome?: string }[] = []
-  const telemetry: WebhookTelemetry = {
-    receive() {
-      const traceparent = `00-${randomUUID().replaceAll('-', '')}-${randomUUID().replaceAll('-', '').slice(0, 16)}-01`
-      received.push(traceparent)
-      return { verified: () => {}, run: (fn) => fn(), traceparent: () => traceparent, end: () => {} }
-    },
-    process(start) {
-      const seen: (typeof processed)[number] = { id: start.id, ...(start.traceparent !== undefined && { traceparent: start.traceparent }) }
-      processed.push(seen)
-      return { verified: () => {}, run: (fn) => fn(), traceparent: () => start.traceparent, end: (result) => void (seen.outcome = result.outcome) }
-    },
-  }
-  return { telemetry, received, processed }
-}
 const WORKER = new URL('../support/engine-worker.mjs', import.meta.url)
 
 describeWithRedis('svc-webhooks/bullmq', () => {
