@@ -279,7 +279,7 @@ const fmt = (n) => Math.round(n).toLocaleString('en-US')
 
 /** A redis-server of our own with `setting`'s persistence, an admin client, and reset(). */
 async function startRedis(setting) {
-  const support = await import('../test/support/redis-process.mjs')
+  const support = await import('../tools/redis.mjs')
   if (!support.findRedisServer()) throw new Error('bench:inbox: redis-server is not installed (apt-get install -y redis-server, or set REDIS_SERVER_BIN)')
   const server = await support.startRedisServer({ persist: setting.persist })
   const { Redis } = await import('ioredis')
@@ -321,7 +321,7 @@ async function startRedis(setting) {
 
 /** A Postgres of our own for pg-boss, fsync as the Redis setting persists; reset() empties pg-boss's jobs. */
 async function startPostgres(setting) {
-  const support = await import('../test/support/postgres-process.mjs')
+  const support = await import('../tools/postgres.mjs')
   const reason = support.postgresSkipReason()
   if (reason) throw new Error(`bench:inbox: pg-boss needs Postgres: ${reason} (or leave pg-boss out of --modes)`)
   const server = await support.startPostgresServer({ fsync: setting.persist, maxConnections: 100 })

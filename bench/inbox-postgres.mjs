@@ -12,7 +12,7 @@
 import pg from 'pg'
 import { createInboxWorker } from 'svc-webhooks'
 import { PostgresInbox } from 'svc-webhooks/postgres'
-import { findPostgresBinDir, startPostgresServer } from '../test/support/postgres-process.mjs'
+import { findPostgresBinDir, startPostgresServer } from '../tools/postgres.mjs'
 
 const N = Number(process.env.SVC_BENCH_INBOX_N ?? 5000)
 const SENDERS = 16

@@ -21,7 +21,7 @@ import { createInboxWorker } from 'svc-webhooks'
 import { RedisInbox } from 'svc-webhooks/redis'
 import { serializeEvent } from 'svc-webhooks/testing'
 import { paddedEvent } from './deliveries.mjs'
-import { startRedisServer } from '../test/support/redis-process.mjs'
+import { startRedisServer } from '../tools/redis.mjs'
 
 const SECONDS = Number(process.env.SVC_BENCH_SECONDS ?? 3)
 const BIN = process.env.REDIS_SERVER_BIN || 'redis-server'

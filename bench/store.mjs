@@ -94,7 +94,7 @@ if (!process.argv.includes('--no-write')) {
 
 /** Fresh deliveries through RedisStore (ioredis): what the server executed, per delivery. */
 async function redisRoundTrips() {
-  const scripts = await import('../test/support/redis-process.mjs')
+  const scripts = await import('../tools/redis.mjs')
   if (!scripts.findRedisServer()) return { skipped: 'redis-server is not installed (apt-get install -y redis-server)' }
   let RedisStore
   try {

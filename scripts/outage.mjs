@@ -12,12 +12,12 @@
 //   --slow S (12), --worker-concurrency N (16), --only handler,inbox,bullmq,pg-boss
 //   (default handler,inbox), --json.
 // Exits 1 when an inbox side lost a delivery, ran one twice, let the sender see 20 consecutive
-// failures or did not finish in time. test/soak.test.ts runs it at --scale 0.2, and
+// failures or did not finish in time. test/soak/soak.test.ts runs it at --scale 0.2, and
 // test/engines/outage.test.ts the engines.
 import { parseArgs } from 'node:util'
-import { postgresSkipReason } from '../test/support/postgres-process.mjs'
-import { findRedisServer } from '../test/support/redis-process.mjs'
-import { outageProblems, runOutage } from '../test/support/soak/outage.mjs'
+import { postgresSkipReason } from '../tools/postgres.mjs'
+import { findRedisServer } from '../tools/redis.mjs'
+import { outageProblems, runOutage } from '../tools/soak/outage.mjs'
 
 const { values } = parseArgs({
   options: {
@@ -63,9 +63,9 @@ const options = {
 }
 
 const title = { handler: '(a) handler in the request', inbox: '(b) inbox + worker', bullmq: 'BullMQ queue + Worker', 'pg-boss': 'pg-boss queue + work()' }
-/** @type {import('../test/support/soak/outage.mjs').OutageFigures[]} */
+/** @type {import('../tools/soak/outage.mjs').OutageFigures[]} */
 const runs = []
-for (const mode of modes) runs.push(await runOutage({ ...options, mode: /** @type {import('../test/support/soak/outage.mjs').OutageMode} */ (mode) }))
+for (const mode of modes) runs.push(await runOutage({ ...options, mode: /** @type {import('../tools/soak/outage.mjs').OutageMode} */ (mode) }))
 
 if (values.json) {
   console.log(JSON.stringify(runs, null, 2))
@@ -76,7 +76,7 @@ if (values.json) {
       `every ${slowEvery}th handler takes ${slowS} s; sender: 10 s timeout, disabled after 20 consecutive failures` +
       `${scale === 1 ? '' : `; time x${scale} (figures in unscaled seconds)`}\n`,
   )
-  /** @type {[string, (f: import('../test/support/soak/outage.mjs').OutageFigures) => string | number][]} */
+  /** @type {[string, (f: import('../tools/soak/outage.mjs').OutageFigures) => string | number][]} */
   const rows = [
     ['deliveries', (f) => f.deliveries],
     ['answered 2xx', (f) => f.delivered],

@@ -21,12 +21,12 @@
 //   default where the engines count hand-outs at take), --no-poison.
 //
 // Prints the figures and exits 1 when a delivery was lost or doubled (and in inbox mode, when the
-// sender saw 20 consecutive failures). test/soak.test.ts runs the same harnesses, smaller.
+// sender saw 20 consecutive failures). test/soak/soak.test.ts runs the same harnesses, smaller.
 import { parseArgs } from 'node:util'
-import { findRedisServer } from '../test/support/redis-process.mjs'
-import { runSoak } from '../test/support/soak/harness.mjs'
-import { inboxSoakProblems, QUICK_INBOX_SOAK, runInboxSoak } from '../test/support/soak/inbox-soak.mjs'
-import { findPostgresBinDir } from '../test/support/postgres-process.mjs'
+import { findRedisServer } from '../tools/redis.mjs'
+import { runSoak } from '../tools/soak/harness.mjs'
+import { inboxSoakProblems, QUICK_INBOX_SOAK, runInboxSoak } from '../tools/soak/inbox-soak.mjs'
+import { findPostgresBinDir } from '../tools/postgres.mjs'
 
 const { values } = parseArgs({
   options: {

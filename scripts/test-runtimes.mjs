@@ -46,19 +46,18 @@ const NODE_MATRIX_EXCLUDE = [
   'test/adapters/cloudflare*.test.ts',
   'test/adapters/*workerd*.test.ts',
   'test/adapters/next*.test.ts',
-  'test/soak.test.ts', // a load run, not a version check
+  'test/soak/**', // a load run, not a version check
   'test/engines/outage.test.ts', // likewise
   'test/service/lifecycle-bars.test.ts', // likewise: three receiver processes under 20 deliveries/s
   'test/hardening/log-flood.test.ts', // likewise: floods of forged deliveries
   // Docs, examples, packaging and the CLI run child processes of their own (tsc, npm pack, the
   // host's node): what they check does not change with the Node that runs vitest.
-  'test/docs.test.ts',
-  'test/readme.test.ts',
-  'test/examples*.test.ts',
-  'test/package.test.ts',
+  'test/docs/**',
+  'test/examples/**',
+  'test/package/package.test.ts',
   'test/cli/**',
-  'test/lambda-types.test.ts', // tsc over the docs' types: the compiler, not the runtime
-  'test/types-node10.test.ts', // likewise
+  'test/package/lambda-types.test.ts', // tsc over the docs' types: the compiler, not the runtime
+  'test/package/types-node10.test.ts', // likewise
   'examples/**',
 ]
 

@@ -1,5 +1,5 @@
 /**
- * svc-webhooks/next in a real Next.js server: the case app in test/fixtures/next-app is built
+ * svc-webhooks/next in a real Next.js server: the case app in test/apps/next-app is built
  * once with `next build` (Turbopack, offline) and served by `next start` on 127.0.0.1; the shared
  * case table then runs against the App Router handler on the Node.js runtime, on the Edge
  * runtime, and against the Pages Router helper, each also on its multi-tenant route (the tenant
@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
 import { CASE_SECRET, describeCaseTable, httpTransport, tenantPath, variantPath } from '../support/case-table.js'
-import { freePort } from '../support/free-port.mjs'
+import { freePort } from '../../tools/free-port.mjs'
 
 const repo = fileURLToPath(new URL('../..', import.meta.url))
 const nextBin = join(repo, 'node_modules/next/dist/bin/next')
@@ -87,10 +87,10 @@ async function logged(server: NextServer, text: string): Promise<string> {
   return server.log()
 }
 
-describe('next: the case app (test/fixtures/next-app)', () => {
+describe('next: the case app (test/apps/next-app)', () => {
   let started: Promise<NextServer> | undefined
   /** One server for every suite below, started by the first that needs it, stopped in afterAll. */
-  const fixture = () => (started ??= startNext(join(repo, 'test/fixtures/next-app')))
+  const fixture = () => (started ??= startNext(join(repo, 'test/apps/next-app')))
   afterAll(async () => {
     await (await started?.catch(() => undefined))?.stop()
   })
@@ -118,7 +118,7 @@ describe('next: the case app (test/fixtures/next-app)', () => {
     }, 180_000)
 
     it('the Edge bundle computes HMAC with WebCrypto, the Node.js bundle with node:crypto', async () => {
-      const dist = join(repo, 'test/fixtures/next-app/.next')
+      const dist = join(repo, 'test/apps/next-app/.next')
       const manifest = JSON.parse(await readFile(join(dist, 'server/middleware-manifest.json'), 'utf8')) as {
         functions: Record<string, { files: string[] }>
       }

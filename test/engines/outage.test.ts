@@ -8,9 +8,8 @@
  * runs it at full length.
  */
 import { expect, it } from 'vitest'
-import { outageProblems, runOutage } from '../support/soak/outage.mjs'
-import { describeWithPostgres } from '../support/postgres-server.js'
-import { describeWithRedis } from '../support/redis-server.js'
+import { outageProblems, runOutage } from '../../tools/soak/outage.mjs'
+import { describeWithPostgres, describeWithRedis } from '../support/services.js'
 
 async function expectCarriedThrough(mode: 'bullmq' | 'pg-boss') {
   const figures = await runOutage({ mode, scale: 0.2 })

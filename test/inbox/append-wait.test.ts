@@ -9,7 +9,8 @@ import { afterAll, beforeAll, expect, it, describe } from 'vitest'
 import { createWebhookReceiver, InboxError, MemoryInbox, type InboxDelivery, type WebhookInboxProducer } from 'svc-webhooks'
 import { PostgresInbox } from 'svc-webhooks/postgres'
 import { signWebhook, sampleEvent } from 'svc-webhooks/testing'
-import { describeWithPostgres, startPostgresServer, type PostgresServer } from '../support/postgres-server.js'
+import { describeWithPostgres } from '../support/services.js'
+import { startPostgresServer, type PostgresServer } from '../../tools/postgres.mjs'
 
 const SECRET = 'svc_whsec_AppendWaitTestSecret'
 

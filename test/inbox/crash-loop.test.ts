@@ -14,9 +14,10 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { MemoryInbox, type WebhookInbox } from 'svc-webhooks'
 import type { PostgresInbox } from 'svc-webhooks/postgres'
-import { describeWithPostgres, startPostgresServer } from '../support/postgres-server.js'
-import { describeWithRedis, startRedisServer } from '../support/redis-server.js'
-import { openInbox } from '../support/soak/engines.mjs'
+import { describeWithPostgres, describeWithRedis } from '../support/services.js'
+import { startPostgresServer } from '../../tools/postgres.mjs'
+import { startRedisServer } from '../../tools/redis.mjs'
+import { openInbox } from '../../tools/soak/engines.mjs'
 import { textDelivery } from './worker-faults.js'
 
 const here = dirname(fileURLToPath(import.meta.url))

@@ -9,8 +9,9 @@ import pg from 'pg'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { PostgresInbox } from 'svc-webhooks/postgres'
 import { RedisInbox } from 'svc-webhooks/redis'
-import { describeWithPostgres, startPostgresServer, type PostgresServer } from '../support/postgres-server.js'
-import { describeWithRedis, startRedisServer, type RedisServer } from '../support/redis-server.js'
+import { describeWithPostgres, describeWithRedis } from '../support/services.js'
+import { startPostgresServer, type PostgresServer } from '../../tools/postgres.mjs'
+import { startRedisServer, type RedisServer } from '../../tools/redis.mjs'
 import { describeWorkerFaults, testWorker, textDelivery, until } from './worker-faults.js'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))

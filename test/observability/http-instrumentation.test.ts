@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
 
 const SECRET = 'svc_whsec_InstrumentedHttpSecretQ2hhbmdlTWU'
-const script = fileURLToPath(new URL('../fixtures/otel/http-server.cjs', import.meta.url))
+const script = fileURLToPath(new URL('../apps/otel/http-server.cjs', import.meta.url))
 
 interface SpanRecord {
   name: string

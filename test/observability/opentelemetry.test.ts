@@ -13,7 +13,7 @@ import { PrometheusExporter } from '@opentelemetry/exporter-prometheus'
 import { createWebhookReceiver, MemoryInbox, type WebhookReceiverOptions } from 'svc-webhooks'
 import { openTelemetry } from 'svc-webhooks/opentelemetry'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
-import { freePort } from '../support/free-port.mjs'
+import { freePort } from '../../tools/free-port.mjs'
 
 const SECRET = 'svc_whsec_TelemetryTestSecretQ2hhbmdlTWU'
 const OTHER = 'svc_whsec_SomeoneElsesSecretQ2hhbmdlTWUx'

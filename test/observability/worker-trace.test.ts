@@ -15,8 +15,9 @@ import { openTelemetry } from 'svc-webhooks/opentelemetry'
 import { PostgresInbox } from 'svc-webhooks/postgres'
 import { RedisInbox } from 'svc-webhooks/redis'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
-import { describeWithPostgres, startPostgresServer, type PostgresServer } from '../support/postgres-server.js'
-import { describeWithRedis, startRedisServer, type RedisServer } from '../support/redis-server.js'
+import { describeWithPostgres, describeWithRedis } from '../support/services.js'
+import { startPostgresServer, type PostgresServer } from '../../tools/postgres.mjs'
+import { startRedisServer, type RedisServer } from '../../tools/redis.mjs'
 
 const SECRET = 'svc_whsec_WorkerTraceSecretQ2hhbmdlTWUxx'
 

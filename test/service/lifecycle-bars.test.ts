@@ -25,8 +25,9 @@ import { afterAll, beforeAll, expect, it } from 'vitest'
 import { RedisSecretSource } from 'svc-webhooks/redis'
 import { createServiceClient, registerEndpoint, rotateEndpointSecret } from 'svc-webhooks/service'
 import { createServiceEmulator, type ServiceEmulator } from 'svc-webhooks/testing'
-import { freePort } from '../support/free-port.mjs'
-import { describeWithRedis, startRedisServer, type RedisServer } from '../support/redis-server.js'
+import { freePort } from '../../tools/free-port.mjs'
+import { describeWithRedis } from '../support/services.js'
+import { startRedisServer, type RedisServer } from '../../tools/redis.mjs'
 
 const ROOT = resolve(import.meta.dirname, '../..')
 const RECEIVER = join(ROOT, 'test/support/lifecycle/receiver.mjs')

@@ -17,8 +17,9 @@ import { PostgresSecretSource, createSecretTableSql } from 'svc-webhooks/postgre
 import { RedisSecretSource } from 'svc-webhooks/redis'
 import { FileSecretSource } from 'svc-webhooks/service'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
-import { describeWithPostgres, startPostgresServer, type PostgresServer } from '../support/postgres-server.js'
-import { describeWithRedis, startRedisServer, type RedisServer } from '../support/redis-server.js'
+import { describeWithPostgres, describeWithRedis } from '../support/services.js'
+import { startPostgresServer, type PostgresServer } from '../../tools/postgres.mjs'
+import { startRedisServer, type RedisServer } from '../../tools/redis.mjs'
 
 const OLD = 'svc_whsec_SourcesOldSecret0000000000'
 const NEW = 'svc_whsec_SourcesNewSecret1111111111'

@@ -14,7 +14,7 @@ const send = (/** @type {unknown} */ message) => /** @type {(m: unknown) => void
 /** @returns {Promise<import('svc-webhooks').WebhookInbox>} */
 async function openInbox() {
   if (env.CRASH_ENGINE && env.CRASH_ENGINE !== 'ipc') {
-    const { openInbox: open } = await import('../../support/soak/engines.mjs')
+    const { openInbox: open } = await import('../../../tools/soak/engines.mjs')
     return (await open({ engine: env.CRASH_ENGINE, url: /** @type {string} */ (env.CRASH_URL) })).inbox
   }
   /** @type {Map<number, { resolve: (v: unknown) => void, reject: (e: unknown) => void }>} */

@@ -16,10 +16,10 @@
  *   `inbox` and a worker it loses nothing and runs nothing twice.
  */
 import { expect, it } from 'vitest'
-import { runSoak } from './support/soak/harness.mjs'
-import { inboxSoakProblems, QUICK_INBOX_SOAK, runInboxSoak } from './support/soak/inbox-soak.mjs'
-import { outageProblems, runOutageComparison } from './support/soak/outage.mjs'
-import { describeWithRedis } from './support/redis-server.js'
+import { runSoak } from '../../tools/soak/harness.mjs'
+import { inboxSoakProblems, QUICK_INBOX_SOAK, runInboxSoak } from '../../tools/soak/inbox-soak.mjs'
+import { outageProblems, runOutageComparison } from '../../tools/soak/outage.mjs'
+import { describeWithRedis } from '../support/services.js'
 
 describeWithRedis('soak: 3 receiver processes, one Redis restarted mid-run', () => {
   it('processes every delivery exactly once: none lost, none twice, no permanent refusal', { timeout: 120_000 }, async () => {

@@ -24,9 +24,9 @@ import { transform } from 'esbuild'
 import { ANSWERS, ERROR_STATUS, createWebhookReceiver } from 'svc-webhooks'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
-import { slug } from './support/markdown.js'
+import { slug } from '../support/markdown.js'
 
-const root = resolve(import.meta.dirname, '..')
+const root = resolve(import.meta.dirname, '../..')
 const readme = readFileSync(join(root, 'README.md'), 'utf8')
 const secret = 'svc_whsec_local'
 

@@ -1,5 +1,5 @@
 // @ts-check
-// The fault-injecting soak with the handler in the request, shared by test/soak.test.ts and
+// The fault-injecting soak with the handler in the request, shared by test/soak/soak.test.ts and
 // `npm run soak` (scripts/soak.mjs; inbox-soak.mjs is the durable-inbox counterpart):
 // exactly-once must hold across processes and through a store crash, which no single-process
 // test can show. One real redis-server (append-only file, fsync always), N receiver processes
@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { startRedisServer } from '../redis-process.mjs'
+import { startRedisServer } from '../redis.mjs'
 import { startChild } from './processes.mjs'
 import { simulateSender } from './sender.mjs'
 

@@ -1,5 +1,5 @@
 // @ts-check
-// The inbox soak, shared by test/soak.test.ts and `npm run soak -- --inbox redis|postgres`: the
+// The inbox soak, shared by test/soak/soak.test.ts and `npm run soak -- --inbox redis|postgres`: the
 // durable inbox must turn every fault into a delay, never into a lost delivery, a doubled effect
 // or a disabled endpoint. Receiver processes (receiver.mjs, `inbox` mode) answer the sender
 // simulator (sender.mjs, spec §6.3 rules, disabling the endpoint after 20 consecutive failures)
@@ -27,10 +27,10 @@
 // idempotency guard is for.
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { startRedisServer } from '../redis-process.mjs'
+import { startRedisServer } from '../redis.mjs'
 import { postgresEffects, redisEffects } from './effects.mjs'
 import { connectPostgres, connectRedis, openInbox } from './engines.mjs'
-import { startPostgresServer } from '../postgres-process.mjs'
+import { startPostgresServer } from '../postgres.mjs'
 import { startChild } from './processes.mjs'
 import { simulateSender } from './sender.mjs'
 
@@ -196,7 +196,7 @@ export async function runInboxSoak({
     /** @type {{ kill: () => Promise<void>, start: () => Promise<void> }} the inbox's server */
     let server
     if (engine === 'postgres') {
-      const pg = await startPostgresServer()
+      const pg = await startPostgresServer({ fsync: true, maxConnections: 200 })
       cleanups.push(() => pg.stop())
       server = pg
       inboxUrl = effectsUrl = pg.url

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 
-const root = resolve(import.meta.dirname, '..')
+const root = resolve(import.meta.dirname, '../..')
 
 type Conditions = { require?: { types?: string } }
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {

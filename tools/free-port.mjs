@@ -1,6 +1,6 @@
 // @ts-check
 // A free TCP port on 127.0.0.1, for servers that must be told their port up front (redis-server,
-// Postgres, `next start`). Plain JS: the soak's script and child processes use it too.
+// Postgres, `next start`). Plain JS: the suites, tools/ and the soak's child processes use it.
 import { createServer } from 'node:net'
 
 /**

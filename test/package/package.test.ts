@@ -16,7 +16,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import * as esm from 'svc-webhooks'
 import * as esmTesting from 'svc-webhooks/testing'
 
-const root = resolve(import.meta.dirname, '..')
+const root = resolve(import.meta.dirname, '../..')
 const require = createRequire(import.meta.url)
 const dist = (file: string) => join(root, 'dist', file)
 const SECRET = 'svc_whsec_PackageTestSecret'

@@ -1,8 +1,11 @@
 // @ts-check
-// A throwaway Postgres for the suites (postgres-server.ts) and the inbox soak: `initdb` into a
-// temp dir and `pg_ctl start` on a free port of 127.0.0.1 (unix socket in the temp dir, trust
-// auth), run as the `postgres` user when this runs as root (initdb refuses root). Plain JS because
-// `npm run soak` runs on Node 20 without a TypeScript loader.
+// A throwaway Postgres: `initdb` into a temp dir and `pg_ctl start` on a free port of 127.0.0.1
+// (unix socket in the temp dir, trust auth), run as the `postgres` user when this runs as root
+// (initdb refuses root); it can be shut down immediately, killed -9, started again on the same
+// port and stopped. One module for every caller: the vitest suites, the soak and outage harness
+// (tools/soak) and the benchmarks. Plain JS, so `node bench/...` and `npm run soak` (Node 20, no
+// TypeScript loader) load it as is. Where no Postgres can be started the suites say why and skip
+// (their `describeWithPostgres`); under CI=true they fail instead.
 import { spawn, spawnSync } from 'node:child_process'
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir, userInfo } from 'node:os'
@@ -99,18 +102,32 @@ function alive(pid) {
 }
 
 /**
- * Starts a Postgres cluster. `kill()` is an immediate shutdown (a crash, as far as clients can
- * tell: recovery replays the WAL on the next start), `crash()` is `kill -9` of the postmaster and
- * every backend (Linux: read from /proc), `start()` starts it again on the same port, `stop()`
- * shuts it down and removes its files.
+ * A running Postgres cluster.
+ *
+ * @typedef {object} PostgresServer
+ * @property {number} port
+ * @property {string} url Connection string for `pg` (user postgres, trust auth).
+ * @property {() => Promise<void>} kill Immediate shutdown (a crash, as far as clients can tell: recovery replays the WAL on the next start), keeping the data dir.
+ * @property {() => Promise<void>} crash `kill -9` of the postmaster and every backend (Linux: read from /proc), keeping the data dir.
+ * @property {() => Promise<void>} start Starts it again on the same port after `kill` or `crash`.
+ * @property {() => Promise<void>} stop Shutdown and removal of the data dir.
+ */
+
+/**
+ * Starts a throwaway cluster. The defaults suit a test suite: fsync off (speed) and 100
+ * connections; `fsync: true` for a run about what a crash keeps (the soak, the outage
+ * experiment, a durable benchmark setting).
  *
  * @param {{ fsync?: boolean, maxConnections?: number }} [options]
- * @returns {Promise<{ port: number, url: string, kill: () => Promise<void>, crash: () => Promise<void>, start: () => Promise<void>, stop: () => Promise<void> }>}
+ * @returns {Promise<PostgresServer>}
  * @example
  * const pg = await startPostgresServer()
  * const pool = new Pool({ connectionString: pg.url })
+ * await pg.crash()   // kill -9; the data dir stays
+ * await pg.start()   // same port, recovery on start
+ * await pg.stop()
  */
-export async function startPostgresServer({ fsync = true, maxConnections = 200 } = {}) {
+export async function startPostgresServer({ fsync = false, maxConnections = 100 } = {}) {
   const reason = postgresSkipReason()
   if (reason) throw new Error(reason)
   const binDir = /** @type {string} */ (findPostgresBinDir())
@@ -121,7 +138,6 @@ export async function startPostgresServer({ fsync = true, maxConnections = 200 }
   const port = await freePort()
   const init = await run([join(binDir, 'initdb'), '-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8'])
   if (init.code !== 0) throw new Error(`initdb failed: ${init.output.slice(-500)}`)
-  // The suites run with fsync off (speed); the soak keeps it on (it is about what survives).
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=${maxConnections}${fsync ? '' : ' -c fsync=off'}`
   const start = async () => {
     const started = await run([join(binDir, 'pg_ctl'), '-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '60', 'start'])

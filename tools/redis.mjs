@@ -1,7 +1,11 @@
 // @ts-check
-// Starts a real `redis-server` on 127.0.0.1 (a free port, its own temp dir) for the RedisStore
-// suites and the soak, and can kill, restart (same port), pause and resume it to inject faults.
-// Plain JS, so `npm run soak` (Node 20, no TypeScript loader) and the vitest suites share it.
+// Starts a real `redis-server` on 127.0.0.1 (a free port, its own temp dir) and can kill -9,
+// restart (same port and data dir), pause and resume it to inject faults, and stop it. One module
+// for every caller: the vitest suites (a mock cannot show what a crash, a restart or a frozen
+// server does to claims in flight), the soak and outage harness (tools/soak) and the benchmarks.
+// Plain JS, so `node bench/...` and `npm run soak` (Node 20, no TypeScript loader) load it as is.
+// Where redis-server is missing the suites say why and skip (their `describeWithRedis`); under
+// CI=true they fail instead.
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { connect } from 'node:net'
@@ -33,6 +37,15 @@ export function findRedisServer() {
   const bin = process.env.REDIS_SERVER_BIN || 'redis-server'
   const probe = spawnSync(bin, ['--version'], { encoding: 'utf8' })
   return probe.status === 0 ? bin : undefined
+}
+
+/**
+ * Why a redis-server cannot be started here, or undefined when it can.
+ *
+ * @returns {string | undefined}
+ */
+export function redisSkipReason() {
+  return findRedisServer() ? undefined : 'redis-server is not installed (apt-get install -y redis-server, or set REDIS_SERVER_BIN)'
 }
 
 /** @param {number} ms */

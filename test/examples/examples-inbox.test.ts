@@ -12,11 +12,12 @@ import { createServer, type Server } from 'node:net'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sampleEvent, signWebhook, type SignedWebhook } from 'svc-webhooks/testing'
-import { freePort } from './support/free-port.mjs'
-import { startPostgresServer, describeWithPostgres, type PostgresServer } from './support/postgres-server.js'
-import { describeWithRedis, startRedisServer, type RedisServer } from './support/redis-server.js'
+import { freePort } from '../../tools/free-port.mjs'
+import { describeWithPostgres, describeWithRedis } from '../support/services.js'
+import { startPostgresServer, type PostgresServer } from '../../tools/postgres.mjs'
+import { startRedisServer, type RedisServer } from '../../tools/redis.mjs'
 
-const ROOT = resolve(import.meta.dirname, '..')
+const ROOT = resolve(import.meta.dirname, '../..')
 const SECRET = 'svc_whsec_examples_inbox_tests'
 /** Longest wait for one line of output, or for an exit. */
 const WAIT_MS = 15_000

@@ -11,9 +11,9 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
 import { afterAll, describe, expect } from 'vitest'
-import { itNeeding } from './support/services.js'
+import { itNeeding } from '../support/services.js'
 
-const root = resolve(import.meta.dirname, '..')
+const root = resolve(import.meta.dirname, '../..')
 const secret = 'svc_whsec_examples-test'
 const work = mkdtempSync(join(tmpdir(), 'svc-webhooks-examples-'))
 // Bun applies the cwd's tsconfig.json `paths` at run time; the repository's point at src/ for the

@@ -1,5 +1,5 @@
 // @ts-check
-// The outage experiment, shared by test/soak.test.ts and `npm run outage` (scripts/outage.mjs):
+// The outage experiment, shared by test/soak/soak.test.ts and `npm run outage` (scripts/outage.mjs):
 // what a downstream outage does to a receiver that runs its handler in the request, and to one
 // that accepts into a durable inbox. An Express receiver set up as the README says
 // (outage-app.mjs), the sender simulator delivering 20 deliveries/s for 40 s with the service's
@@ -17,8 +17,8 @@
 import { fork } from 'node:child_process'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { startPostgresServer } from '../postgres-process.mjs'
-import { startRedisServer } from '../redis-process.mjs'
+import { startPostgresServer } from '../postgres.mjs'
+import { startRedisServer } from '../redis.mjs'
 import { sendAtRate } from './sender.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -127,7 +127,7 @@ export async function runOutage({ mode, scale = 1, rate = 20, durationS = 40, ou
   const started = Date.now()
   const ms = (/** @type {number} */ seconds) => Math.round(seconds * 1000 * scale)
   const redis = mode === 'inbox' || mode === 'bullmq' ? await startRedisServer({ persist: true }) : undefined
-  const postgres = mode === 'pg-boss' ? await startPostgresServer() : undefined
+  const postgres = mode === 'pg-boss' ? await startPostgresServer({ fsync: true, maxConnections: 200 }) : undefined
   const app = startApp({
     OUTAGE_MODE: mode,
     OUTAGE_SECRET: SECRET,

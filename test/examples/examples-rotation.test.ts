@@ -9,10 +9,11 @@ import { resolve } from 'node:path'
 import type { Readable } from 'node:stream'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { createServiceEmulator, type ServiceEmulator } from 'svc-webhooks/testing'
-import { freePort } from './support/free-port.mjs'
-import { describeWithRedis, startRedisServer, type RedisServer } from './support/redis-server.js'
+import { freePort } from '../../tools/free-port.mjs'
+import { describeWithRedis } from '../support/services.js'
+import { startRedisServer, type RedisServer } from '../../tools/redis.mjs'
 
-const DIR = resolve(import.meta.dirname, '../examples/rotation')
+const DIR = resolve(import.meta.dirname, '../../examples/rotation')
 const WAIT_MS = 15_000
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
 

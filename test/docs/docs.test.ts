@@ -31,14 +31,15 @@ import { dirname, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { build, transform } from 'esbuild'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { freePort } from './support/free-port.mjs'
-import { brokenLinks } from './support/markdown.js'
-import { eventOf } from './support/lambda-events.js'
-import { postgresSkipReason, startPostgresServer, type PostgresServer } from './support/postgres-server.js'
-import { redisSkipReason, startRedisServer, type RedisServer } from './support/redis-server.js'
-import { startWorkerd } from './support/workerd.js'
+import { freePort } from '../../tools/free-port.mjs'
+import { brokenLinks } from '../support/markdown.js'
+import { eventOf } from '../support/lambda-events.js'
+import { postgresSkipReason, redisSkipReason } from '../support/services.js'
+import { startPostgresServer, type PostgresServer } from '../../tools/postgres.mjs'
+import { startRedisServer, type RedisServer } from '../../tools/redis.mjs'
+import { startWorkerd } from '../support/workerd.js'
 
-const root = resolve(import.meta.dirname, '..')
+const root = resolve(import.meta.dirname, '../..')
 const SECRET = 'svc_whsec_docs_snippets'
 
 const PAGES = [

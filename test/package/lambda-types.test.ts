@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
-const root = resolve(import.meta.dirname, '..')
+const root = resolve(import.meta.dirname, '../..')
 const tsc = join(root, 'node_modules/typescript/lib/tsc.js')
 
 /** Every ```ts block of docs/lambda.md that imports `svc-webhooks/lambda`, as written. */
