@@ -21,7 +21,7 @@
  *
  * TypeScript is transpiled as `tsx` does (ES module or CommonJS by the package type) and the
  * Node.js files are also type-checked with the options `tsc --init` writes. Redis and Postgres
- * come from the test support's servers ($REDIS_URL, $DATABASE_URL).
+ * come from the servers of tools/redis.mjs and tools/postgres.mjs ($REDIS_URL, $DATABASE_URL).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'

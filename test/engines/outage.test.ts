@@ -1,5 +1,5 @@
 /**
- * The outage experiment (test/support/soak/outage.mjs), 5x faster, on the job-queue engines: the
+ * The outage experiment (tools/soak/outage.mjs), 5x faster, on the job-queue engines: the
  * README's Express receiver with `inbox: new BullMQInbox(...)` and a BullMQ Worker, and with
  * `inbox: new PgBossInbox(...)` and `boss.work`, while the handler's database is down for 15 s of
  * 40 s at 20 deliveries/s and every 50th handler takes 12 s. Each engine's own retries carry the
