@@ -149,6 +149,7 @@ print([
   ['permanent 4xx / gave up', `${f.permanent.length} / ${f.gaveUp.length}`],
   ['2xx answered but not processed', f.answered2xxButNotProcessed.length],
   ['inbox at the end', JSON.stringify(f.inboxAtEnd)],
+  ['dead letters besides the poison', JSON.stringify(f.otherDead)],
   ['latency per attempt p50 / p99 / max', `${f.latencyMs.p50} / ${f.latencyMs.p99} / ${f.latencyMs.max} ms`],
   ['sending / draining / total', `${(f.elapsedMs / 1000).toFixed(1)} s / ${(f.drainMs / 1000).toFixed(1)} s / ${(f.totalMs / 1000).toFixed(1)} s`],
 ])

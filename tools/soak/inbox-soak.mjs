@@ -454,6 +454,10 @@ export async function runInboxSoak({
       poisonId,
       poisonDead: poisonId !== undefined && deadLetters.some((letter) => letter.id === poisonId),
       poisonApplied: poisonId !== undefined && applied.has(poisonId),
+      // Dead letters other than the poison: what buried them (never a body byte).
+      otherDead: deadLetters
+        .filter((letter) => letter.id !== poisonId)
+        .map((letter) => ({ id: letter.id, attempts: letter.attempts, takes: letter.takes, lastError: letter.lastError, applied: applied.has(letter.id) })),
       maxStalledCount,
       drained,
       drainMs,
