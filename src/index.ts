@@ -56,9 +56,9 @@ export {
   type InboxStats,
   type WebhookInbox,
   type WebhookInboxProducer,
-} from './inbox/inbox.js'
+} from './contracts/inbox.js'
 export { MemoryInbox } from './inbox/memory.js'
 export { createInboxWorker, type InboxWorker, type InboxWorkerOptions, type InboxWorkerResult } from './inbox/worker.js'
-export type { ClaimResult, IdempotencyStore } from './stores/store.js'
+export type { ClaimResult, IdempotencyStore } from './contracts/store.js'
 export { verifySignature, verifyWebhook, type VerifiedDelivery, type VerifiedSignature } from './verify.js'
 export { DEFAULT_BODY_TIMEOUT_MS, discardNodeBody, readNodeBody, readRequestBody, type NodeBodyStream } from './read-body.js'

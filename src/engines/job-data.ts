@@ -5,12 +5,12 @@
  * Each engine file only says how its queue stores a job and how its worker acks one.
  */
 import { fromBase64, toBase64 } from '../base64.js'
-import type { WebhookHandler, WebhookHandlers } from '../receiver.js'
-import type { IdempotencyStore } from '../stores/store.js'
-import { positiveOption } from '../stores/deadline.js'
+import type { WebhookHandler, WebhookHandlers } from '../contracts/handler.js'
+import type { IdempotencyStore } from '../contracts/store.js'
+import { positiveOption } from '../option-checks.js'
 import { callHook, lineSink, startupWarnings, type WebhookLog } from '../visibility.js'
 import type { WebhookTelemetry } from '../telemetry.js'
-import { DEFAULT_INBOX_RETENTION_MS, InboxError, type InboxDelivery } from '../inbox/inbox.js'
+import { DEFAULT_INBOX_RETENTION_MS, InboxError, type InboxDelivery } from '../contracts/inbox.js'
 import type { InboxWorkerResult, ProcessPolicy } from '../inbox/process.js'
 import { errorLabel } from '../log-window.js'
 

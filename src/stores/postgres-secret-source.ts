@@ -4,8 +4,9 @@
  * upserted by a rotation. The table is created on first use unless `createTable: false`.
  */
 import type { SecretSource, SecretState } from '../secret-source.js'
-import { positiveOption, withDeadline } from './deadline.js'
-import { isPostgresRefusal, quoteTable, type PostgresQueryable } from './postgres-client.js'
+import { positiveOption } from '../option-checks.js'
+import { withDeadline } from '../clients/deadline.js'
+import { isPostgresRefusal, quoteTable, type PostgresQueryable } from '../clients/postgres.js'
 import { parseState, sourceError, stateText } from './source-state.js'
 
 /** Options of {@link PostgresSecretSource}. */

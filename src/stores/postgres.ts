@@ -8,11 +8,12 @@
  * claim, complete and release are one statement each (INSERT ... ON CONFLICT), so a fresh
  * delivery costs two round trips.
  */
-import type { ClaimResult, IdempotencyStore } from './store.js'
-import { positiveOption, withDeadline } from './deadline.js'
-import { quoteTable, type PostgresQueryable } from './postgres-client.js'
+import type { ClaimResult, IdempotencyStore } from '../contracts/store.js'
+import { positiveOption } from '../option-checks.js'
+import { withDeadline } from '../clients/deadline.js'
+import { quoteTable, type PostgresQueryable } from '../clients/postgres.js'
 
-export type { PostgresQueryable } from './postgres-client.js'
+export type { PostgresQueryable } from '../clients/postgres.js'
 export { PostgresInbox, createInboxTableSql, type PostgresInboxOptions } from '../inbox/postgres.js'
 export { PostgresSecretSource, createSecretTableSql, type PostgresSecretSourceOptions } from './postgres-secret-source.js'
 

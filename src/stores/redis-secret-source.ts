@@ -4,8 +4,9 @@
  * a `node-redis` (v4+) client, adapted like the store's (redis-client.ts).
  */
 import type { SecretSource, SecretState } from '../secret-source.js'
-import { positiveOption, withDeadline } from './deadline.js'
-import { adapt, isRedisRefusal, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from './redis-client.js'
+import { positiveOption } from '../option-checks.js'
+import { withDeadline } from '../clients/deadline.js'
+import { adapt, isRedisRefusal, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
 import { parseState, sourceError, stateText } from './source-state.js'
 
 /** Options of {@link RedisSecretSource}. */

@@ -7,11 +7,12 @@
  * fresh delivery costs two round trips (claim, then complete) and each step is atomic on the
  * server.
  */
-import type { ClaimResult, IdempotencyStore } from './store.js'
-import { adapt, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from './redis-client.js'
-import { positiveOption, withDeadline } from './deadline.js'
+import type { ClaimResult, IdempotencyStore } from '../contracts/store.js'
+import { adapt, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
+import { positiveOption } from '../option-checks.js'
+import { withDeadline } from '../clients/deadline.js'
 
-export type { IORedisLikeClient, NodeRedisLikeClient } from './redis-client.js'
+export type { IORedisLikeClient, NodeRedisLikeClient } from '../clients/redis.js'
 export { RedisInbox, type RedisInboxOptions } from '../inbox/redis.js'
 export { RedisSecretSource, type RedisSecretSourceOptions } from './redis-secret-source.js'
 

@@ -4,6 +4,13 @@
  * completion is kept for the retention window; only the owner of a claim may release it.
  */
 
+/**
+ * How long a processed delivery's keys are remembered by default, by the receiver's store and by
+ * every inbox, and how long the inbox worker keeps retrying a delivery: 72 h (DESIGN.md "Answers,
+ * idempotency"). A resend within it is answered 200 duplicate.
+ */
+export const DEFAULT_RETENTION_MS = 72 * 60 * 60 * 1000
+
 /** Runs a store call whose outcome does not matter (a sync throw, a rejection, a plain value): never throws. */
 export async function quietly(call: () => unknown): Promise<void> {
   try {
