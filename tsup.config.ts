@@ -11,8 +11,8 @@ const adapters = Object.fromEntries(
 )
 const optional = Object.fromEntries(
   Object.entries({
-    redis: 'src/stores/redis.ts',
-    postgres: 'src/stores/postgres.ts',
+    redis: 'src/entries/redis.ts',
+    postgres: 'src/entries/postgres.ts',
     opentelemetry: 'src/opentelemetry.ts',
     bullmq: 'src/engines/bullmq.ts',
     'pg-boss': 'src/engines/pg-boss.ts',
