@@ -62,7 +62,7 @@ export function claimRun(run: ClaimRun, step: () => unknown): ClaimRunOutcome | 
   for (let held = 0; held < count; held++) {
     let found: ClaimResult | Promise<ClaimResult>
     try {
-      // Inside `try`, a synchronous throw and a rejection are handled alike.
+      // A synchronous throw is a store failure, as a rejection is (claimSlowly).
       found = store!.claim(keys[held]!, owner, leaseMs)
     } catch (error) {
       return release(run, held, { stage: 'claim', error })

@@ -2,7 +2,7 @@
  * svc-webhooks: the framework-neutral core. Verification, the idempotency stores and the
  * answers table; adapters under `svc-webhooks/<framework>` only translate to and from it.
  */
-export { ERROR_STATUS, WebhookVerificationError, isWebhookVerificationError, type WebhookErrorCode } from './errors.js'
+export { ERROR_STATUS, WebhookVerificationError, errorResponse, isWebhookVerificationError, type WebhookErrorCode } from './errors.js'
 export { isEventType, KNOWN_EVENT_TYPES } from './events.js'
 export type { ReceiverStats, WebhookLog } from './visibility.js'
 export type { ProcessStart, TelemetryGauges, TelemetryResult, TelemetryScope, WebhookTelemetry } from './telemetry.js'
@@ -29,10 +29,7 @@ export { DEFAULT_MAX_BODY_BYTES, DEFAULT_TOLERANCE_SECONDS, type SecretLookup, t
 export type { SecretSource, SecretState } from './secret-source.js'
 export {
   createWebhookReceiver,
-  errorResponse,
   type WebhookAnswerCode,
-  type WebhookHandler,
-  type WebhookHandlers,
   type WebhookOutcome,
   type WebhookReceiver,
   type WebhookReceiverOptions,
@@ -43,6 +40,7 @@ export {
   type WebhookStatsSource,
   type WebhookTransport,
 } from './receiver.js'
+export type { WebhookHandler, WebhookHandlers } from './contracts/handler.js'
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js'
 export {
   InboxError,

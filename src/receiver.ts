@@ -26,8 +26,6 @@ import type { EndpointWatcher } from './contracts/watch.js'
 
 export type { WebhookAnswerCode, WebhookOutcome, WebhookResponse } from './answers.js'
 export type { WebhookTransport } from './transport.js'
-export { errorResponse } from './errors.js'
-export type { WebhookHandler, WebhookHandlers } from './contracts/handler.js'
 
 /** One delivery's result, for logging and metrics. Never holds the body or a secret. */
 export interface WebhookResult {
