@@ -14,7 +14,7 @@ import { resolveVerifyOptions, type SecretSet, type VerifyOptions } from './opti
 import { TIMED_OUT, within } from './secret-cache.js'
 import { MemoryStore } from './stores/memory.js'
 import { claimRun } from './claim.js'
-import { DEFAULT_RETENTION_MS, type IdempotencyStore } from './contracts/store.js'
+import { DEFAULT_RETENTION_MS, isIdempotencyStore, type IdempotencyStore } from './contracts/store.js'
 import { positiveOption } from './option-checks.js'
 import { heldTransport, verifyDelivery, verifySignature, type VerifiedDelivery, type VerifyProgress } from './verify.js'
 import type { WebhookInbox, WebhookInboxProducer } from './contracts/inbox.js'
@@ -252,7 +252,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
   for (const [type, handler] of Object.entries(on ?? {})) {
     if (typeof handler !== 'function') throw new TypeError(`svc-webhooks: the handler for "${type}" is not a function.`)
   }
-  if (typeof store?.claim !== 'function' || typeof store.complete !== 'function' || typeof store.release !== 'function') {
+  if (!isIdempotencyStore(store)) {
     throw new TypeError('svc-webhooks: `store` must implement claim, complete and release (IdempotencyStore).')
   }
   if (typeof options.secret === 'function' && options.endpoint === undefined) {

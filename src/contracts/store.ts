@@ -50,3 +50,15 @@ export interface IdempotencyStore {
   /** Drops the claim if `owner` still holds it, so a retry can run the handler. */
   release(key: string, owner: string): boolean | Promise<boolean>
 }
+
+/**
+ * Whether `store` has the {@link IdempotencyStore} methods: checked when a receiver, a worker or a
+ * consumer is created, not on a delivery.
+ *
+ * @example
+ * if (!isIdempotencyStore(options.store)) throw new TypeError('svc-webhooks: `store` must implement claim, complete and release.')
+ */
+export function isIdempotencyStore(store: unknown): store is IdempotencyStore {
+  const s = store as IdempotencyStore | undefined
+  return typeof s?.claim === 'function' && typeof s.complete === 'function' && typeof s.release === 'function'
+}

@@ -24,7 +24,7 @@
 import { fromBase64, toBase64 } from '../base64.js'
 import type { WebhookHandler, WebhookHandlers } from '../contracts/handler.js'
 import { claimRun } from '../claim.js'
-import type { IdempotencyStore } from '../contracts/store.js'
+import { isIdempotencyStore, type IdempotencyStore } from '../contracts/store.js'
 import { positiveOption } from '../option-checks.js'
 import { callHook, lineSink, startupWarnings, type WebhookLog } from '../visibility.js'
 import type { WebhookTelemetry } from '../telemetry.js'
@@ -88,11 +88,6 @@ const PROCESSED_PREFIX = '%processed:'
 
 const encoder = new TextEncoder()
 
-function isStore(store: unknown): store is IdempotencyStore {
-  const s = store as IdempotencyStore | undefined
-  return typeof s?.claim === 'function' && typeof s.complete === 'function' && typeof s.release === 'function'
-}
-
 /** Options of {@link QueueInbox}. */
 export interface QueueInboxOptions {
   /** Where accepted ids are kept: a `DurableObjectStore` (atomic across every instance of the Worker). */
@@ -128,7 +123,7 @@ export class QueueInbox implements WebhookInboxProducer {
     { store, leaseMs = 60_000, retentionMs = DEFAULT_INBOX_RETENTION_MS }: QueueInboxOptions,
   ) {
     if (typeof queue?.send !== 'function') throw new TypeError('svc-webhooks: QueueInbox needs a Queue producer binding (env.WEBHOOK_QUEUE; [[queues.producers]] in wrangler.toml).')
-    if (!isStore(store)) throw new TypeError('svc-webhooks: QueueInbox needs `store`, e.g. new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY): a Queue cannot tell a resend from a new delivery.')
+    if (!isIdempotencyStore(store)) throw new TypeError('svc-webhooks: QueueInbox needs `store`, e.g. new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY): a Queue cannot tell a resend from a new delivery.')
     positiveOption(leaseMs, 'QueueInbox `leaseMs`')
     positiveOption(retentionMs, 'QueueInbox `retentionMs`')
     this.store = store
@@ -253,7 +248,7 @@ function queueConsumer(options: QueueConsumerOptions, warn: boolean): (batch: Qu
   // Never longer than the claim: a shorter leaseMs given alone shortens the deadline with it.
   const { handlerTimeoutMs = Math.min(5 * 60 * 1000, leaseMs) } = options
   if (typeof on !== 'object' || on === null) throw new TypeError('svc-webhooks: the Queue consumer needs `on`, the handlers by event type.')
-  if (!isStore(store)) throw new TypeError('svc-webhooks: the Queue consumer needs `store`, e.g. new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY): Queues deliver at least once.')
+  if (!isIdempotencyStore(store)) throw new TypeError('svc-webhooks: the Queue consumer needs `store`, e.g. new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY): Queues deliver at least once.')
   for (const [name, value] of Object.entries({ leaseMs, handlerTimeoutMs, retentionMs, firstRetryDelayMs, maxRetryDelayMs })) positiveOption(value, `the Queue consumer \`${name}\``)
   if (handlerTimeoutMs > leaseMs) throw new TypeError('svc-webhooks: the Queue consumer `handlerTimeoutMs` must not exceed `leaseMs`: the id would be free while the handler still runs.')
   const lines = lineSink(options.log, 'queue consumer', now)
