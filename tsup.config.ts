@@ -2,8 +2,10 @@ import { existsSync, readdirSync } from 'node:fs'
 import { defineConfig } from 'tsup'
 
 // One entry per public subpath (package.json "exports"): the core, the test kit, each adapter in
-// adapters/, the stores that need a client, the job-queue engines (BullMQ, pg-boss), and the CLI. `#crypto` stays an import so package.json
-// "imports" picks node:crypto or WebCrypto by export condition, never by sniffing at run time.
+// adapters/, the engines that need a client (Redis, Postgres, BullMQ, pg-boss: thin files in
+// src/entries/ that re-export each subpath's public names), and the CLI. `#crypto` stays an import
+// so package.json "imports" picks node:crypto or WebCrypto by export condition, never by sniffing
+// at run time.
 const adapters = Object.fromEntries(
   readdirSync('adapters')
     .filter((file) => file.endsWith('.ts'))
@@ -11,11 +13,11 @@ const adapters = Object.fromEntries(
 )
 const optional = Object.fromEntries(
   Object.entries({
-    redis: 'src/stores/redis.ts',
-    postgres: 'src/stores/postgres.ts',
+    redis: 'src/entries/redis.ts',
+    postgres: 'src/entries/postgres.ts',
     opentelemetry: 'src/opentelemetry.ts',
-    bullmq: 'src/engines/bullmq.ts',
-    'pg-boss': 'src/engines/pg-boss.ts',
+    bullmq: 'src/entries/bullmq.ts',
+    'pg-boss': 'src/entries/pg-boss.ts',
     service: 'src/service/index.ts',
     cli: 'src/cli/index.ts',
   }).filter(([, file]) => existsSync(file)),

@@ -18,7 +18,7 @@ export {
 } from '../src/stores/durable-object.js'
 export { createQueueConsumer, QueueInbox, QUEUE_MAX_BODY_BYTES } from '../src/inbox/queue.js'
 export type { QueueBatchLike, QueueConsumerOptions, QueuedDelivery, QueueInboxOptions, QueueMessageLike, QueueProducerLike } from '../src/inbox/queue.js'
-export type { WebhookInboxProducer } from '../src/inbox/inbox.js'
+export type { WebhookInboxProducer } from '../src/contracts/inbox.js'
 
 /** Options of {@link withWebhooks}: the receiver's options, with the secret taken from `env`. */
 export interface WorkerWebhookOptions extends Omit<FetchHandlerOptions, 'secret'> {

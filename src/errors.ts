@@ -4,7 +4,7 @@
  * the problem in this request's terms. Messages never contain the secret, an expected signature
  * or the body (spec/service-api.md §6.2; DESIGN.md rule 3).
  */
-import { ERROR_STATUS, type WebhookErrorCode } from './answers.js'
+import { DEFAULT_ANSWERS, ERROR_STATUS, type AnswerName, type WebhookErrorCode, type WebhookResponse } from './answers.js'
 
 // The codes and their statuses are rows of the answers table; exported here as before.
 export { ERROR_STATUS, type WebhookErrorCode }
@@ -56,4 +56,20 @@ Object.defineProperty(WebhookVerificationError.prototype, BRAND, { value: true }
  */
 export function isWebhookVerificationError(value: unknown): value is WebhookVerificationError {
   return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true
+}
+
+/** The answer's name for an error: a verification error's own code, anything else `internal_error`. */
+export function answerNameOf(error: unknown): AnswerName {
+  return isWebhookVerificationError(error) ? error.code : 'internal_error'
+}
+
+/**
+ * Turns any error thrown while receiving into the answer: a verification error's own status
+ * and code, anything else 500 `internal_error` (retried by the sender).
+ *
+ * @example
+ * const res = errorResponse(err) // { status: 413, body: '{"ok":false,"code":"body_too_large"}' }
+ */
+export function errorResponse(error: unknown): WebhookResponse {
+  return DEFAULT_ANSWERS[answerNameOf(error)]
 }

@@ -2,7 +2,7 @@
  * svc-webhooks: the framework-neutral core. Verification, the idempotency stores and the
  * answers table; adapters under `svc-webhooks/<framework>` only translate to and from it.
  */
-export { ERROR_STATUS, WebhookVerificationError, isWebhookVerificationError, type WebhookErrorCode } from './errors.js'
+export { ERROR_STATUS, WebhookVerificationError, errorResponse, isWebhookVerificationError, type WebhookErrorCode } from './errors.js'
 export { isEventType, KNOWN_EVENT_TYPES } from './events.js'
 export type { ReceiverStats, WebhookLog } from './visibility.js'
 export type { ProcessStart, TelemetryGauges, TelemetryResult, TelemetryScope, WebhookTelemetry } from './telemetry.js'
@@ -29,10 +29,7 @@ export { DEFAULT_MAX_BODY_BYTES, DEFAULT_TOLERANCE_SECONDS, type SecretLookup, t
 export type { SecretSource, SecretState } from './secret-source.js'
 export {
   createWebhookReceiver,
-  errorResponse,
   type WebhookAnswerCode,
-  type WebhookHandler,
-  type WebhookHandlers,
   type WebhookOutcome,
   type WebhookReceiver,
   type WebhookReceiverOptions,
@@ -43,6 +40,7 @@ export {
   type WebhookStatsSource,
   type WebhookTransport,
 } from './receiver.js'
+export type { WebhookHandler, WebhookHandlers } from './contracts/handler.js'
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js'
 export {
   InboxError,
@@ -56,9 +54,9 @@ export {
   type InboxStats,
   type WebhookInbox,
   type WebhookInboxProducer,
-} from './inbox/inbox.js'
+} from './contracts/inbox.js'
 export { MemoryInbox } from './inbox/memory.js'
 export { createInboxWorker, type InboxWorker, type InboxWorkerOptions, type InboxWorkerResult } from './inbox/worker.js'
-export type { ClaimResult, IdempotencyStore } from './stores/store.js'
+export type { ClaimResult, IdempotencyStore } from './contracts/store.js'
 export { verifySignature, verifyWebhook, type VerifiedDelivery, type VerifiedSignature } from './verify.js'
 export { DEFAULT_BODY_TIMEOUT_MS, discardNodeBody, readNodeBody, readRequestBody, type NodeBodyStream } from './read-body.js'

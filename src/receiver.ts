@@ -4,35 +4,28 @@
  * table; spec/service-api.md §6.3: 5xx and 429 are retried, every other 4xx is permanent).
  */
 import { hmacHex } from '#crypto'
-import { ANSWERS, DEFAULT_ANSWERS, renderAnswers, type AnswerName, type RenderedAnswers, type WebhookAnswerCode, type WebhookOutcome, type WebhookResponse } from './answers.js'
-import { isWebhookVerificationError } from './errors.js'
-import type { WebhookEventMap } from './events.js'
+import { ANSWERS, renderAnswers, type AnswerName, type RenderedAnswers, type WebhookAnswerCode, type WebhookOutcome, type WebhookResponse } from './answers.js'
+import { answerNameOf } from './errors.js'
+import type { WebhookHandler, WebhookHandlers } from './contracts/handler.js'
 import { DELIVERY_ID, HEADER_ID, type SignedHeaders } from './headers.js'
 import type { WebhookTransport } from './transport.js'
 import type { WebhookInput } from './input.js'
 import { resolveVerifyOptions, type SecretSet, type VerifyOptions } from './options.js'
 import { TIMED_OUT, within } from './secret-cache.js'
 import { MemoryStore } from './stores/memory.js'
-import { quietly, type ClaimResult, type IdempotencyStore } from './stores/store.js'
+import { claimRun } from './claim.js'
+import { DEFAULT_RETENTION_MS, isIdempotencyStore, type IdempotencyStore } from './contracts/store.js'
+import { positiveOption } from './option-checks.js'
 import { heldTransport, verifyDelivery, verifySignature, type VerifiedDelivery, type VerifyProgress } from './verify.js'
-import type { WebhookInbox, WebhookInboxProducer } from './inbox/inbox.js'
+import type { WebhookInbox, WebhookInboxProducer } from './contracts/inbox.js'
 import { appendWithin, DEFAULT_INBOX_WAIT_MS } from './inbox/append.js'
 import { createLogWindow, printable } from './log-window.js'
 import type { WebhookTelemetry } from './telemetry.js'
 import { AnswerCounter, callHook, ownError, resolveLog, resultLine, seenBySender, startupWarnings, type ReceiverStats, type WebhookLog } from './visibility.js'
-import type { EndpointWatcher } from './service/watch.js'
+import type { EndpointWatcher } from './contracts/watch.js'
 
 export type { WebhookAnswerCode, WebhookOutcome, WebhookResponse } from './answers.js'
 export type { WebhookTransport } from './transport.js'
-
-/** A handler for one event type: the typed event first, the verified delivery second. */
-export type WebhookHandler<E = WebhookEventMap[keyof WebhookEventMap]> = (
-  event: E,
-  delivery: VerifiedDelivery<E>,
-) => unknown
-
-/** Handlers by event type. A type with no handler is answered 2xx and ignored (the catalog grows). */
-export type WebhookHandlers = { [K in keyof WebhookEventMap]?: WebhookHandler<WebhookEventMap[K]> }
 
 /** One delivery's result, for logging and metrics. Never holds the body or a secret. */
 export interface WebhookResult {
@@ -178,29 +171,21 @@ export interface WebhookReceiver<R = any> {
 
 
 const DEFAULT_LEASE_MS = 60_000
-const DEFAULT_RETENTION_MS = 72 * 60 * 60 * 1000
-
-function positive(value: unknown, name: string): void {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw new TypeError(`svc-webhooks: \`${name}\` must be a positive number.`)
-  }
-}
-
-/** The answer's name for an error: a verification error's own code, anything else `internal_error`. */
-function answerNameOf(error: unknown): AnswerName {
-  return isWebhookVerificationError(error) ? error.code : 'internal_error'
-}
 
 /**
- * Turns any error thrown while receiving into the answer: a verification error's own status
- * and code, anything else 500 `internal_error` (retried by the sender).
- *
- * @example
- * const res = errorResponse(err) // { status: 413, body: '{"ok":false,"code":"body_too_large"}' }
+ * The answer to each way claim → run → complete ends (DESIGN.md answers table). The handler's
+ * work is done once it returned: a completion that could not be recorded, or that came after the
+ * lease ran out, is still answered 2xx, with the failure reported in `onResult`.
  */
-export function errorResponse(error: unknown): WebhookResponse {
-  return DEFAULT_ANSWERS[answerNameOf(error)]
-}
+const CLAIM_ANSWERS = {
+  done: 'processed',
+  lease_lost: 'processed',
+  completed: 'duplicate',
+  in_flight: 'in_flight',
+  claim: 'store_unavailable',
+  step: 'handler_failed',
+  complete: 'processed',
+} as const satisfies Record<string, AnswerName>
 
 /**
  * The dedupe namespace of an endpoint: `%` and `:` percent-encoded, so `<namespace>:<id>` splits
@@ -267,7 +252,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
   for (const [type, handler] of Object.entries(on ?? {})) {
     if (typeof handler !== 'function') throw new TypeError(`svc-webhooks: the handler for "${type}" is not a function.`)
   }
-  if (typeof store?.claim !== 'function' || typeof store.complete !== 'function' || typeof store.release !== 'function') {
+  if (!isIdempotencyStore(store)) {
     throw new TypeError('svc-webhooks: `store` must implement claim, complete and release (IdempotencyStore).')
   }
   if (typeof options.secret === 'function' && options.endpoint === undefined) {
@@ -279,9 +264,9 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
   if (typeof endpoint !== 'function' && (typeof endpoint !== 'string' || endpoint.length === 0)) {
     throw new TypeError('svc-webhooks: `endpoint` must be a non-empty string, or a function of the request returning one.')
   }
-  positive(leaseMs, 'leaseMs')
-  positive(retentionMs, 'retentionMs')
-  positive(retryAfterSeconds, 'retryAfterSeconds')
+  positiveOption(leaseMs, '`leaseMs`')
+  positiveOption(retentionMs, '`retentionMs`')
+  positiveOption(retryAfterSeconds, '`retryAfterSeconds`', 'seconds')
   if (typeof inboxWaitMs !== 'number' || !Number.isFinite(inboxWaitMs) || inboxWaitMs < 0 || inboxWaitMs > 9000) {
     throw new TypeError('svc-webhooks: `inboxWaitMs` must be a number of milliseconds from 0 to 9000 (default 5000): the sender waits 10 s for an answer.')
   }
@@ -409,55 +394,22 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
           }
           break flow
         }
-        const owner = nextOwner()
-        // The first `held` keys are claimed.
-        let held = 0
-        for (; held < keys.length; held++) {
-          let claim: ClaimResult
-          try {
-            // Inside `try`, a synchronous throw and a plain (non-promise) answer are handled alike.
-            const claimed = store.claim(keys[held]!, owner, leaseMs)
-            claim = typeof claimed === 'string' ? claimed : await claimed
-          } catch (error) {
-            await releaseAll(keys, held, owner)
-            answer = end(result, 'store_unavailable', error)
-            break flow
+        const ran = claimRun(
+          { store, keys, owner: nextOwner(), leaseMs, retentionMs },
+          scope
+            ? () => scope.run(() => handler!(delivery.event, delivery as VerifiedDelivery<unknown>))
+            : () => handler!(delivery.event, delivery as VerifiedDelivery<unknown>),
+        )
+        // A store that answers synchronously and a synchronous handler cost no turn of the event loop.
+        const outcome = typeof ran === 'string' ? ran : await ran
+        if (typeof outcome === 'string') {
+          if (outcome === 'lease_lost') {
+            result.error = ownError(
+              'svc-webhooks: the handler outlasted `leaseMs`; another request may also have run it. Raise `leaseMs` or make the handler idempotent.',
+            )
           }
-          if (claim !== 'claimed') {
-            await releaseAll(keys, held, owner)
-            answer = end(result, claim === 'completed' ? 'duplicate' : 'in_flight')
-            break flow
-          }
-        }
-
-        try {
-          const ran = scope
-            ? scope.run(() => handler!(delivery.event, delivery as VerifiedDelivery<unknown>))
-            : handler!(delivery.event, delivery as VerifiedDelivery<unknown>)
-          // A synchronous handler costs no extra turn of the event loop.
-          if (ran !== null && typeof ran === 'object' && typeof (ran as Promise<unknown>).then === 'function') await ran
-        } catch (error) {
-          // If releasing fails too, the lease expires and the retry runs the handler then.
-          await releaseAll(keys, held, owner)
-          answer = end(result, 'handler_failed', error)
-          break flow
-        }
-        // The handler's work is done: answer 2xx even if recording it fails, and report the failure.
-        for (let i = 0; i < keys.length; i++) {
-          try {
-            const completed = store.complete(keys[i]!, owner, retentionMs)
-            const owned = typeof completed === 'boolean' ? completed : await completed
-            if (owned === false) {
-              // The lease ran out while the handler ran, so another request may have run it too.
-              result.error = ownError(
-                'svc-webhooks: the handler outlasted `leaseMs`; another request may also have run it. Raise `leaseMs` or make the handler idempotent.',
-              )
-            }
-          } catch (error) {
-            result.error = error
-          }
-        }
-        answer = end(result, 'processed')
+          answer = end(result, CLAIM_ANSWERS[outcome])
+        } else answer = end(result, CLAIM_ANSWERS[outcome.stage], outcome.error)
       }
     } catch (error) {
       answer = end(result, answerNameOf(error), error)
@@ -484,12 +436,6 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
       }
     }
     return end(result, answerNameOf(error), error)
-  }
-
-  /** Releases the first `count` of `keys`. */
-  async function releaseAll(keys: readonly string[], count: number, owner: string): Promise<void> {
-    // A release that fails leaves the lease to expire; the retry runs the handler then.
-    for (let i = 0; i < count; i++) await quietly(() => store.release(keys[i]!, owner))
   }
 
   /**

@@ -7,7 +7,7 @@
 import type { WebhookResponse } from './answers.js'
 import type { HeaderGetter } from './headers.js'
 import { resolveVerifyOptions, type VerifyOptions } from './options.js'
-import { errorResponse } from './receiver.js'
+import { errorResponse } from './errors.js'
 import { verifyDelivery, type VerifiedDelivery } from './verify.js'
 
 /**

@@ -10,10 +10,10 @@
 import { ANSWERS, type AnswerName, type AnswerRow, type WebhookAnswerCode, type WebhookOutcome } from './answers.js'
 import { isWebhookVerificationError } from './errors.js'
 import { KNOWN_EVENT_TYPES } from './events.js'
-import type { InboxStats } from './inbox/inbox.js'
+import type { InboxStats } from './contracts/inbox.js'
 import { createLogWindow, errorLabel, printable } from './log-window.js'
 import { SECRET_PREFIX } from './options.js'
-import type { EndpointWatchView } from './service/watch.js'
+import type { EndpointWatchView } from './contracts/watch.js'
 
 /**
  * Calls a user's hook (`onResult`), sync or async: a throw or a rejection is swallowed, so a

@@ -8,7 +8,7 @@
 import { isWebhookVerificationError, type WebhookErrorCode } from '../errors.js'
 import { getHeader, HEADER_ID, HEADER_SIGNATURE_V1, HEADER_SIGNATURE_V2, HEADER_TIMESTAMP, readSignedHeaders, type HeaderValue, type SignedHeaders } from '../headers.js'
 import { DEFAULT_TOLERANCE_SECONDS, SECRET_PREFIX } from '../options.js'
-import { serializeEvent } from '../testing.js'
+import { serializeEvent } from '../signing.js'
 import { verifySignature, verifyWebhook } from '../verify.js'
 import type { CapturedHeaders } from './capture.js'
 import { FIXES, RAW_BYTES, SAME_SECRET } from './fixes.js'

@@ -9,7 +9,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import { ANSWERS, type AnswerName } from '../answers.js'
-import { sampleEvent, serializeEvent, signWebhook, type SignedWebhook, type SignWebhookOptions } from '../testing.js'
+import { sampleEvent, serializeEvent, signWebhook, type SignedWebhook, type SignWebhookOptions } from '../signing.js'
 import { defineCommand, EXIT, httpUrl, integer, UsageError, type Io } from './command.js'
 import { answerCode, answeredIgnored, FIXES, noHandler, OTHER_SECRET, RAW_BYTES, type RefusalCode } from './fixes.js'
 import { noAnswer, post, readingOf, SENDER_TIMEOUT_MS, type Answer, type Reading } from './http.js'

@@ -3,7 +3,7 @@
  * redirects), and reading what came back the way the sender reads it (spec/service-api.md §6.3):
  * delivered, retried or dropped, or no answer at all and why.
  */
-import type { SignedWebhook } from '../testing.js'
+import type { SignedWebhook } from '../signing.js'
 
 /** The sender gives up after 10 s (spec/service-api.md §6.3 rule 1). */
 export const SENDER_TIMEOUT_MS = 10_000

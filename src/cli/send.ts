@@ -3,7 +3,7 @@
  * sends it (sorted-key body, fresh timestamp, v2 and v1 signatures), with `--resend` to follow it
  * with a second POST under the same id, as a retry or manual resend would.
  */
-import { sampleEvent, sampleEvents, signWebhook, type SignedWebhook } from '../testing.js'
+import { sampleEvent, sampleEvents, signWebhook, type SignedWebhook } from '../signing.js'
 import { defineCommand, EXIT, httpUrl, integer, readBytes, type Io } from './command.js'
 import { answerCode, answeredIgnored, FIXES, NO_ROUTE, noHandler, OTHER_SECRET, type Fix } from './fixes.js'
 import { clip, post, SENDER_TIMEOUT_MS, senderReading, type Answer } from './http.js'

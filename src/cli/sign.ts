@@ -2,7 +2,7 @@
  * `svc-webhooks sign`: the headers the service would send with a given body, as curl flags or
  * JSON, so any HTTP client can replay a signed delivery.
  */
-import { signWebhook } from '../testing.js'
+import { signWebhook } from '../signing.js'
 import { defineCommand, EXIT, integer, readBytes, UsageError } from './command.js'
 import { SECRET_FLAGS, signingSecret } from './secret.js'
 

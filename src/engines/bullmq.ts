@@ -12,10 +12,11 @@
  * of the retention window (72 h), so a processed id stays known that long. bullmq is not
  * imported: both sides take the objects by the methods they use.
  */
-import { DEFAULT_INBOX_RETENTION_MS, type AppendResult, type InboxDelivery, type WebhookInboxProducer } from '../inbox/inbox.js'
+import { DEFAULT_INBOX_RETENTION_MS, type AppendResult, type InboxDelivery, type WebhookInboxProducer } from '../contracts/inbox.js'
 import { processDelivery, type InboxWorkerResult, type Job as ProcessJob } from '../inbox/process.js'
 import { printable } from '../log-window.js'
-import { positiveOption, withDeadline } from '../stores/deadline.js'
+import { positiveOption } from '../option-checks.js'
+import { withDeadline } from '../clients/deadline.js'
 import { appendToken, DELIVERY_JOB_NAME, type DeliveryJobData, enginePolicy, fromJobData, toJobData, unavailable, type EngineProcessorOptions, type Settlement } from './job-data.js'
 
 export type { DeliveryJobData } from './job-data.js'

@@ -5,12 +5,12 @@
  * Each engine file only says how its queue stores a job and how its worker acks one.
  */
 import { fromBase64, toBase64 } from '../base64.js'
-import type { WebhookHandler, WebhookHandlers } from '../receiver.js'
-import type { IdempotencyStore } from '../stores/store.js'
-import { positiveOption } from '../stores/deadline.js'
+import type { WebhookHandler, WebhookHandlers } from '../contracts/handler.js'
+import { isIdempotencyStore, type IdempotencyStore } from '../contracts/store.js'
+import { positiveOption } from '../option-checks.js'
 import { callHook, lineSink, startupWarnings, type WebhookLog } from '../visibility.js'
 import type { WebhookTelemetry } from '../telemetry.js'
-import { DEFAULT_INBOX_RETENTION_MS, InboxError, type InboxDelivery } from '../inbox/inbox.js'
+import { DEFAULT_INBOX_RETENTION_MS, InboxError, type InboxDelivery } from '../contracts/inbox.js'
 import type { InboxWorkerResult, ProcessPolicy } from '../inbox/process.js'
 import { errorLabel } from '../log-window.js'
 
@@ -103,17 +103,6 @@ export function unavailable(operation: string, error: unknown): InboxError {
   return new InboxError('unavailable', operation, `svc-webhooks: ${operation} could not store the job (${errorLabel(error)}); the receiver answers 503 and the sender retries.`, { cause })
 }
 
-/**
- * Whether `store` has the IdempotencyStore methods.
- *
- * @example
- * if (!isStore(options.store)) throw new TypeError('...')
- */
-export function isStore(store: unknown): store is IdempotencyStore {
-  const s = store as IdempotencyStore | undefined
-  return typeof s?.claim === 'function' && typeof s.complete === 'function' && typeof s.release === 'function'
-}
-
 /** Options both engines' processors take. */
 export interface EngineProcessorOptions {
   /** Handlers by event type, called as `handler(event, delivery)`, as in the receiver; `delivery.signal` is aborted past the deadline or when the engine takes the job back. */
@@ -164,7 +153,7 @@ export interface EngineProcessorOptions {
 export function enginePolicy(engine: string, options: EngineProcessorOptions, timing: { handlerTimeoutMs: number; claimMs: number; firstRetryDelayMs: number; maxRetryDelayMs: number }): ProcessPolicy {
   const { on, store, retentionMs = DEFAULT_INBOX_RETENTION_MS, onResult, now = Date.now } = options
   if (typeof on !== 'object' || on === null) throw new TypeError(`svc-webhooks: the ${engine} processor needs \`on\`, the handlers by event type.`)
-  if (store !== undefined && !isStore(store)) throw new TypeError(`svc-webhooks: the ${engine} processor's \`store\` must be an IdempotencyStore (RedisStore, PostgresStore).`)
+  if (store !== undefined && !isIdempotencyStore(store)) throw new TypeError(`svc-webhooks: the ${engine} processor's \`store\` must be an IdempotencyStore (RedisStore, PostgresStore).`)
   positiveOption(retentionMs, `${engine} processor retentionMs`)
   const lines = lineSink(options.log, `${engine} processor`, now)
   // Once, at creation, as the receiver and the inbox worker do: a misspelled `on` key would

@@ -18,9 +18,10 @@
  * Deno), and WebCrypto's asynchronous digest costs as much CPU as the rest of an append's own work.
  */
 import { createHash } from 'node:crypto'
-import { DEFAULT_INBOX_RETENTION_MS, type AppendResult, type InboxDelivery, type WebhookInboxProducer } from '../inbox/inbox.js'
+import { DEFAULT_INBOX_RETENTION_MS, type AppendResult, type InboxDelivery, type WebhookInboxProducer } from '../contracts/inbox.js'
 import { processDelivery, type InboxWorkerResult } from '../inbox/process.js'
-import { positiveOption, withDeadline } from '../stores/deadline.js'
+import { positiveOption } from '../option-checks.js'
+import { withDeadline } from '../clients/deadline.js'
 import { appendToken, enginePolicy, fromJobData, toJobData, unavailable, type EngineProcessorOptions, type Settlement } from './job-data.js'
 
 export type { DeliveryJobData } from './job-data.js'

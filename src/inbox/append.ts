@@ -5,7 +5,7 @@
  * is better waited for inside the request than answered 503 at once: at 20 deliveries/s, a 3 s
  * restart answered at once is 60 failures and a disabled endpoint.
  */
-import { isInboxError, type AppendResult, type InboxDelivery, type WebhookInboxProducer } from './inbox.js'
+import { isInboxError, type AppendResult, type InboxDelivery, type WebhookInboxProducer } from '../contracts/inbox.js'
 
 /** How long the receiver keeps trying an unavailable inbox by default, in milliseconds. */
 export const DEFAULT_INBOX_WAIT_MS = 5000

@@ -14,7 +14,7 @@ import {
   type InboxOptions,
   type InboxStats,
   type WebhookInbox,
-} from './inbox.js'
+} from '../contracts/inbox.js'
 
 interface Held {
   delivery: InboxDelivery

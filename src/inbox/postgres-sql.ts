@@ -3,7 +3,7 @@
  * and one statement per operation (src/inbox/postgres.ts says why the tables look as they do).
  * Every clock reading is the database's `now()`.
  */
-import { quoteTable } from '../stores/postgres-client.js'
+import { quoteTable } from '../clients/postgres.js'
 
 export const DEFAULT_TABLE = 'svc_webhooks_inbox'
 /** Room for the longest derived name, `<table>_keys_processed`, within Postgres's 63 bytes. */

@@ -54,9 +54,9 @@
  *   `refused`; no answer within `timeoutMs` (down, restarting, a dropped connection) rejects with
  *   kind `unavailable`.
  */
-import { isPostgresRefusal, type PostgresQueryable } from '../stores/postgres-client.js'
-import { positiveOption } from '../stores/deadline.js'
-import { inboxDeadline, unchecked } from './deadline.js'
+import { isPostgresRefusal, type PostgresQueryable } from '../clients/postgres.js'
+import { positiveOption } from '../option-checks.js'
+import { inboxDeadline, unchecked } from '../clients/deadline.js'
 import { DEFAULT_TABLE, createInboxTableSql, names, statements, type Statements } from './postgres-sql.js'
 import {
   DEFAULT_INBOX_RETENTION_MS,
@@ -67,7 +67,7 @@ import {
   type InboxEntry,
   type InboxStats,
   type WebhookInbox,
-} from './inbox.js'
+} from '../contracts/inbox.js'
 
 export { createInboxTableSql }
 

@@ -7,10 +7,11 @@
  */
 import { decodeUtf8 } from '#crypto'
 import type { WebhookEvent } from '../events.js'
-import type { WebhookHandler } from '../receiver.js'
-import { quietly, type ClaimResult, type IdempotencyStore } from '../stores/store.js'
+import type { WebhookHandler } from '../contracts/handler.js'
+import { claimRun } from '../claim.js'
+import type { IdempotencyStore } from '../contracts/store.js'
 import type { VerifiedDelivery } from '../verify.js'
-import type { InboxDelivery } from './inbox.js'
+import type { InboxDelivery } from '../contracts/inbox.js'
 import type { TelemetryScope, WebhookTelemetry } from '../telemetry.js'
 import { errorLabel, printable } from '../log-window.js'
 import { storable, storedError } from './text.js'
@@ -240,64 +241,56 @@ export async function processDelivery(job: Job, policy: ProcessPolicy): Promise<
     return
   }
 
-  const key = store ? policy.storeKey(delivery) : ''
-  if (store) {
-    let claim: ClaimResult
-    try {
-      claim = await store.claim(key, job.owner, policy.claimMs)
-    } catch (error) {
-      // The store is down: the handler must not run unguarded. Not the handler's failure, but
-      // retried by the same backoff, so a long store outage cannot spin.
-      return retry(error)
-    }
-    if (claim === 'completed') {
-      const owned = await record(() => acks.complete())
-      if (owned !== undefined) done(owned ? 'duplicate' : 'lease_lost')
-      return
-    }
-    if (claim === 'in_flight') {
-      const delayMs = policy.inFlightDelayMs ?? retryDelay(attempts, policy.firstRetryDelayMs, policy.maxRetryDelayMs)
-      const owned = await record(() => acks.retry(delayMs, 'another run holds this delivery in the store'))
-      if (owned !== undefined) done(owned ? 'in_flight' : 'lease_lost', owned ? { retryInMs: delayMs } : {})
-      return
-    }
-  }
-
   const outside = job.abort
-  if (outside?.aborted) {
-    // Aborted before the handler started (the lease lost, the engine took the job back, the
-    // worker gave up waiting): never start it. Due again at once; the ack answers false when
-    // the delivery is no longer ours.
-    if (store) await quietly(() => store.release(key, job.owner))
-    return retry(outside.reason, 0)
-  }
-  const controller = new AbortController()
-  const follow = () => controller.abort(outside?.reason)
-  outside?.addEventListener('abort', follow, { once: true })
-  const { id, timestamp, signatureVersion, secretIndex, rawBody } = delivery
-  const verified: VerifiedDelivery<unknown> = { id, timestamp, signatureVersion, secretIndex, rawBody, event, signal: controller.signal }
-  const settled = await runWithDeadline(handler, event, verified, controller, policy.handlerTimeoutMs, scope)
-  outside?.removeEventListener('abort', follow)
-
-  if (settled.ok) {
-    let storeError: unknown
-    let storeOwned = true
-    if (store) {
-      try {
-        storeOwned = await store.complete(key, job.owner, policy.retentionMs)
-      } catch (error) {
-        // The handler's work is done: record it in the inbox even so (the claim then expires).
-        storeError = error
+  /** Set when the run was aborted from outside before the handler started. */
+  let abortedBefore = false
+  // The store claim (optional) → the handler under its deadline → the store completion, as the
+  // receiver's request path runs them (claim.ts); the inbox acks below are this engine's part.
+  const outcome = await claimRun(
+    { store, keys: store ? [policy.storeKey(delivery)] : [], owner: job.owner, leaseMs: policy.claimMs, retentionMs: policy.retentionMs },
+    async () => {
+      if (outside?.aborted) {
+        // Aborted before the handler started (the lease lost, the engine took the job back, the
+        // worker gave up waiting): never start it.
+        abortedBefore = true
+        throw outside.reason
       }
-    }
+      const controller = new AbortController()
+      const follow = () => controller.abort(outside?.reason)
+      outside?.addEventListener('abort', follow, { once: true })
+      const { id, timestamp, signatureVersion, secretIndex, rawBody } = delivery
+      const verified: VerifiedDelivery<unknown> = { id, timestamp, signatureVersion, secretIndex, rawBody, event, signal: controller.signal }
+      const settled = await runWithDeadline(handler, event, verified, controller, policy.handlerTimeoutMs, scope)
+      outside?.removeEventListener('abort', follow)
+      if (!settled.ok) throw settled.error
+    },
+  )
+
+  if (outcome === 'completed') {
+    const owned = await record(() => acks.complete())
+    if (owned !== undefined) done(owned ? 'duplicate' : 'lease_lost')
+    return
+  }
+  if (outcome === 'in_flight') {
+    const delayMs = policy.inFlightDelayMs ?? retryDelay(attempts, policy.firstRetryDelayMs, policy.maxRetryDelayMs)
+    const owned = await record(() => acks.retry(delayMs, 'another run holds this delivery in the store'))
+    if (owned !== undefined) done(owned ? 'in_flight' : 'lease_lost', owned ? { retryInMs: delayMs } : {})
+    return
+  }
+  if (typeof outcome === 'string' || outcome.stage === 'complete') {
+    // The handler's work is done: record it in the inbox even when the store could not (its claim then expires).
     const owned = await record(() => acks.complete())
     if (owned === undefined) return
     if (!owned) return leaseLost()
-    return done(storeOwned ? 'processed' : 'lease_lost', storeError === undefined ? {} : { error: storeError })
+    return done(outcome === 'lease_lost' ? 'lease_lost' : 'processed', typeof outcome === 'string' ? {} : { error: outcome.error })
   }
+  // The store is down: the handler must not run unguarded. Not the handler's failure, but
+  // retried by the same backoff, so a long store outage cannot spin.
+  if (outcome.stage === 'claim') return retry(outcome.error)
+  // Due again at once; the ack answers false when the delivery is no longer ours.
+  if (abortedBefore) return retry(outcome.error, 0)
 
-  const failure = settled.error
-  if (store) await quietly(() => store.release(key, job.owner))
+  const failure = outcome.error
   const delayMs = retryDelay(attempts, policy.firstRetryDelayMs, policy.maxRetryDelayMs)
   const exhausted = now() + delayMs - job.retriesSince > policy.maxRetryAgeMs
   if (logsFailure(attempts) && !exhausted) {

@@ -22,12 +22,15 @@
  * count API for its producers; read its backlog in the Queue's metrics (dashboard, GraphQL API).
  */
 import { fromBase64, toBase64 } from '../base64.js'
-import type { WebhookHandler, WebhookHandlers } from '../receiver.js'
-import { quietly, type ClaimResult, type IdempotencyStore } from '../stores/store.js'
+import type { WebhookHandler, WebhookHandlers } from '../contracts/handler.js'
+import { claimRun } from '../claim.js'
+import { isIdempotencyStore, type IdempotencyStore } from '../contracts/store.js'
+import { positiveOption } from '../option-checks.js'
 import { callHook, lineSink, startupWarnings, type WebhookLog } from '../visibility.js'
 import type { WebhookTelemetry } from '../telemetry.js'
-import { DEFAULT_INBOX_RETENTION_MS, type AppendResult, type InboxDelivery, type WebhookInboxProducer } from './inbox.js'
+import { DEFAULT_INBOX_RETENTION_MS, type AppendResult, type InboxDelivery, type WebhookInboxProducer } from '../contracts/inbox.js'
 import { processDelivery, retryDelay, type InboxWorkerResult, type ProcessPolicy } from './process.js'
+import { storedError } from './text.js'
 
 /** The parts of a Queue producer binding (`env.WEBHOOK_QUEUE`) the inbox uses (structural: no workers-types needed). */
 export interface QueueProducerLike {
@@ -85,19 +88,6 @@ const PROCESSED_PREFIX = '%processed:'
 
 const encoder = new TextEncoder()
 
-function isStore(store: unknown): store is IdempotencyStore {
-  const s = store as IdempotencyStore | undefined
-  return typeof s?.claim === 'function' && typeof s.complete === 'function' && typeof s.release === 'function'
-}
-
-function positive(value: number, name: string): void {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw new TypeError(`svc-webhooks: \`${name}\` must be a positive number.`)
-}
-
-function message(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error)
-}
-
 /** Options of {@link QueueInbox}. */
 export interface QueueInboxOptions {
   /** Where accepted ids are kept: a `DurableObjectStore` (atomic across every instance of the Worker). */
@@ -133,9 +123,9 @@ export class QueueInbox implements WebhookInboxProducer {
     { store, leaseMs = 60_000, retentionMs = DEFAULT_INBOX_RETENTION_MS }: QueueInboxOptions,
   ) {
     if (typeof queue?.send !== 'function') throw new TypeError('svc-webhooks: QueueInbox needs a Queue producer binding (env.WEBHOOK_QUEUE; [[queues.producers]] in wrangler.toml).')
-    if (!isStore(store)) throw new TypeError('svc-webhooks: QueueInbox needs `store`, e.g. new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY): a Queue cannot tell a resend from a new delivery.')
-    positive(leaseMs, 'leaseMs')
-    positive(retentionMs, 'retentionMs')
+    if (!isIdempotencyStore(store)) throw new TypeError('svc-webhooks: QueueInbox needs `store`, e.g. new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY): a Queue cannot tell a resend from a new delivery.')
+    positiveOption(leaseMs, 'QueueInbox `leaseMs`')
+    positiveOption(retentionMs, 'QueueInbox `retentionMs`')
     this.store = store
     this.leaseMs = leaseMs
     this.retentionMs = retentionMs
@@ -159,34 +149,21 @@ export class QueueInbox implements WebhookInboxProducer {
     if (size > QUEUE_MAX_MESSAGE_BYTES) {
       throw new RangeError(`svc-webhooks: delivery ${id} takes ${size} bytes as a Queue message; Queues take at most 128 KB. Keep \`maxBodyBytes\` at or under ${QUEUE_MAX_BODY_BYTES}.`)
     }
-    const owner = crypto.randomUUID()
-    const held: string[] = []
-    let found: ClaimResult = 'claimed'
-    try {
-      for (const key of keys) {
-        found = await this.store.claim(key, owner, this.leaseMs)
-        if (found !== 'claimed') break
-        held.push(key)
-      }
-      if (found === 'claimed') await this.queue.send(body, { contentType: 'json' })
-    } catch (error) {
-      // Not sent: free the ids, so the sender's retry (after the 503) appends again.
-      await this.release(held, owner)
-      throw error
+    const outcome = await claimRun(
+      { store: this.store, keys, owner: crypto.randomUUID(), leaseMs: this.leaseMs, retentionMs: this.retentionMs },
+      () => this.queue.send(body, { contentType: 'json' }),
+    )
+    // Not sent (the store failed, or `send` did): the ids were released, so the sender's retry
+    // (after the 503) appends again.
+    if (typeof outcome !== 'string') {
+      // Sent, but not recorded: the claims expire after leaseMs, and the consumer's processed
+      // record keeps a second copy from running the handler again.
+      if (outcome.stage === 'complete') return 'accepted'
+      throw outcome.error
     }
-    if (found !== 'claimed') {
-      await this.release(held, owner)
-      if (found === 'completed') return 'duplicate'
-      throw new Error(`svc-webhooks: delivery ${id} is being appended by another request; the sender retries after the 503.`)
-    }
-    // The message is stored. If recording that fails, the claim expires after leaseMs and the
-    // consumer's processed record keeps a second copy from running the handler again.
-    for (const key of held) await quietly(() => this.store.complete(key, owner, this.retentionMs))
+    if (outcome === 'completed') return 'duplicate'
+    if (outcome === 'in_flight') throw new Error(`svc-webhooks: delivery ${id} is being appended by another request; the sender retries after the 503.`)
     return 'accepted'
-  }
-
-  private async release(keys: readonly string[], owner: string): Promise<void> {
-    for (const key of keys) await quietly(() => this.store.release(key, owner))
   }
 }
 
@@ -271,8 +248,8 @@ function queueConsumer(options: QueueConsumerOptions, warn: boolean): (batch: Qu
   // Never longer than the claim: a shorter leaseMs given alone shortens the deadline with it.
   const { handlerTimeoutMs = Math.min(5 * 60 * 1000, leaseMs) } = options
   if (typeof on !== 'object' || on === null) throw new TypeError('svc-webhooks: the Queue consumer needs `on`, the handlers by event type.')
-  if (!isStore(store)) throw new TypeError('svc-webhooks: the Queue consumer needs `store`, e.g. new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY): Queues deliver at least once.')
-  for (const [name, value] of Object.entries({ leaseMs, handlerTimeoutMs, retentionMs, firstRetryDelayMs, maxRetryDelayMs })) positive(value, name)
+  if (!isIdempotencyStore(store)) throw new TypeError('svc-webhooks: the Queue consumer needs `store`, e.g. new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY): Queues deliver at least once.')
+  for (const [name, value] of Object.entries({ leaseMs, handlerTimeoutMs, retentionMs, firstRetryDelayMs, maxRetryDelayMs })) positiveOption(value, `the Queue consumer \`${name}\``)
   if (handlerTimeoutMs > leaseMs) throw new TypeError('svc-webhooks: the Queue consumer `handlerTimeoutMs` must not exceed `leaseMs`: the id would be free while the handler still runs.')
   const lines = lineSink(options.log, 'queue consumer', now)
   // Once, at creation: a misspelled `on` key would ack every message of that type unprocessed.
@@ -336,7 +313,7 @@ function queueConsumer(options: QueueConsumerOptions, warn: boolean): (batch: Qu
     lines.flush()
     // Throwing makes the Queue retry every message not acked or retried explicitly, never drop it.
     const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected')
-    if (failed) throw new Error(`svc-webhooks: the Queue consumer failed: ${message(failed.reason)}`, { cause: failed.reason })
+    if (failed) throw new Error(`svc-webhooks: the Queue consumer failed: ${storedError(failed.reason)}`, { cause: failed.reason })
   }
 }
 

@@ -54,10 +54,10 @@
  * so a resend stays a duplicate) are kept until requeued or purged. Needs Redis 5 or later (writes
  * after `TIME` in a script), and a runtime with `Buffer`, as both clients do.
  */
-import { DEFAULT_INBOX_RETENTION_MS, InboxError, type AppendResult, type DeadLetter, type InboxDelivery, type InboxEntry, type InboxStats, type WebhookInbox } from './inbox.js'
-import { positiveOption } from '../stores/deadline.js'
-import { adapt, isRedisRefusal, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../stores/redis-client.js'
-import { inboxDeadline, unchecked } from './deadline.js'
+import { DEFAULT_INBOX_RETENTION_MS, InboxError, type AppendResult, type DeadLetter, type InboxDelivery, type InboxEntry, type InboxStats, type WebhookInbox } from '../contracts/inbox.js'
+import { positiveOption } from '../option-checks.js'
+import { adapt, isRedisRefusal, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
+import { inboxDeadline, unchecked } from '../clients/deadline.js'
 import { APPEND, BURY, COMPLETE, DEAD, EXTEND, EXTRA, PURGE, RELEASE, REQUEUE, RETRY, SETTINGS, STATS, TAKE } from './redis-scripts.js'
 
 /** Options of {@link RedisInbox}. */

@@ -16,14 +16,15 @@
  * - `stop()` hands back what it took but did not start and waits for what it started;
  * - lines go to `log`, as the receiver's do (DESIGN.md "Visible by default").
  */
-import type { WebhookHandler, WebhookHandlers } from '../receiver.js'
-import type { IdempotencyStore } from '../stores/store.js'
+import type { WebhookHandler, WebhookHandlers } from '../contracts/handler.js'
+import { DEFAULT_RETENTION_MS, type IdempotencyStore } from '../contracts/store.js'
+import { positiveOption } from '../option-checks.js'
 import { callHook, lineSink, startupWarnings, type WebhookLog } from '../visibility.js'
 import type { WebhookTelemetry } from '../telemetry.js'
-import { DEFAULT_INBOX_RETENTION_MS, isInboxError, type InboxEntry, type WebhookInbox } from './inbox.js'
+import { isInboxError, type InboxEntry, type WebhookInbox } from '../contracts/inbox.js'
 import { processDelivery, type InboxWorkerResult, type ProcessPolicy } from './process.js'
 import { errorLabel, printable } from '../log-window.js'
-import type { EndpointWatch, EndpointWatcher, EndpointWatchView } from '../service/watch.js'
+import type { EndpointWatch, EndpointWatcher, EndpointWatchView } from '../contracts/watch.js'
 
 export { retryDelay, type InboxWorkerResult } from './process.js'
 
@@ -152,7 +153,7 @@ const DEFAULTS = {
   pollIntervalMs: 500,
   firstRetryDelayMs: 1_000,
   maxRetryDelayMs: 60 * 60 * 1000,
-  maxRetryAgeMs: 72 * 60 * 60 * 1000,
+  maxRetryAgeMs: DEFAULT_RETENTION_MS,
 }
 const DEFAULT_MAX_STALLED_COUNT = 3
 /** An unanswered ack is tried again after 100 ms, doubling up to 2 s, while the lease lasts. */
@@ -161,12 +162,6 @@ const ACK_MAX_RETRY_MS = 2_000
 const ACK_LAST_TRY_MS = 20
 /** The longest pause between takes while the inbox does not answer. */
 const MAX_TAKE_PAUSE_MS = 30_000
-
-function positive(value: number, name: string): void {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw new TypeError(`svc-webhooks: createInboxWorker \`${name}\` must be a positive number.`)
-  }
-}
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -307,7 +302,7 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
   for (const name of Object.keys(DEFAULTS) as (keyof typeof DEFAULTS)[]) {
     const value = options[name]
     if (value !== undefined) {
-      positive(value, name)
+      positiveOption(value, `createInboxWorker \`${name}\``)
       settings[name] = value
     }
   }
@@ -332,7 +327,7 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
     ...(store && { store }),
     storeKey: (delivery) => delivery.keys[0]!,
     claimMs: settings.handlerTimeoutMs + settings.visibilityTimeoutMs,
-    retentionMs: DEFAULT_INBOX_RETENTION_MS,
+    retentionMs: DEFAULT_RETENTION_MS,
     handlerTimeoutMs: settings.handlerTimeoutMs,
     maxStalledCount,
     firstRetryDelayMs: settings.firstRetryDelayMs,

@@ -8,7 +8,7 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import { KNOWN_EVENT_TYPES } from '../events.js'
-import { serializeEvent, signWebhook } from '../testing.js'
+import { serializeEvent, signWebhook } from '../signing.js'
 import type { ValidationIssue, WebhookEndpoint } from './types.js'
 
 /** Options of {@link createServiceEmulator}. */

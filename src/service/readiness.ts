@@ -9,26 +9,14 @@ import { hmacHex, importSecret } from '#crypto'
 import { isWebhookVerificationError } from '../errors.js'
 import { HEADER_ID, HEADER_SIGNATURE_V2, HEADER_TIMESTAMP } from '../headers.js'
 import { errorLabel } from '../log-window.js'
-import type { WebhookInput } from '../input.js'
 import { isSecretSource } from '../secret-source.js'
-import type { IdempotencyStore } from '../stores/store.js'
-import type { Readiness } from './watch.js'
+import type { Readiness, ReadinessParts } from '../contracts/watch.js'
+
+export type { ReadinessParts } from '../contracts/watch.js'
 
 /** How long one check may take before the receiver counts as not ready. */
 const CHECK_TIMEOUT_MS = 5_000
 const PROBE_BODY = new TextEncoder().encode('{"event":"svc-webhooks.probe"}')
-
-/** What a readiness check looks at: the parts a receiver or a worker has. */
-export interface ReadinessParts {
-  /** The receiver's `secret` option: strings, or a SecretSource. */
-  secret?: unknown
-  /** The receiver's own verification (`verifySignature` with its options): the probe goes through it. */
-  verify?: (input: WebhookInput) => Promise<unknown>
-  /** The receiver's clock. */
-  now?: () => number
-  store?: IdempotencyStore
-  inbox?: { stats?: () => Promise<unknown> }
-}
 
 /** Resolves `call`'s answer, or rejects once `CHECK_TIMEOUT_MS` passed without one. */
 function bounded<T>(call: () => T | Promise<T>): Promise<T> {

@@ -10,25 +10,11 @@
  */
 import { errorLabel, printable } from '../log-window.js'
 import { resolveLog, type WebhookLog } from '../visibility.js'
-import { readinessOf, type ReadinessParts } from './readiness.js'
+import type { EndpointWatch, EndpointWatcher, EndpointWatchView, Readiness } from '../contracts/watch.js'
+import { readinessOf } from './readiness.js'
 import type { ServiceClient } from './types.js'
 
-/** What a watch knows of its endpoint: `stats().endpoint` of a receiver that watches. */
-export interface EndpointWatchView {
-  endpointId: string
-  /** As last read; undefined before the first answered read. */
-  enabled?: boolean
-  /** The service's streak of failed deliveries, as last read. */
-  consecutiveFailures?: number
-  /** The service's `last_error`, set when it disabled the endpoint. */
-  lastError?: string | null
-  /** When the service last answered a read, in milliseconds since the epoch. */
-  lastReadAt?: number
-  /** When this watch last enabled the endpoint again. */
-  reenabledAt?: number
-  /** Why the last read or re-enable failed (never the token), or why the receiver was not ready to be re-enabled. */
-  error?: string
-}
+export type { EndpointWatch, EndpointWatcher, EndpointWatchView } from '../contracts/watch.js'
 
 /** Which endpoint to watch, and how: the options {@link watchEndpoint} and {@link endpointWatcher} share. */
 export interface EndpointWatchOption {
@@ -75,25 +61,6 @@ export interface WatchEndpointOptions extends EndpointWatchOption {
   now?: () => number
 }
 
-/** A running watch. */
-export interface EndpointWatch {
-  /** Stops reading: clears the timer; a read on its way is not acted on. */
-  stop(): void
-  /** A copy of what the watch knows now. */
-  view(): EndpointWatchView
-}
-
-/**
- * The `watch` option of `createWebhookReceiver` and `createInboxWorker`, made by
- * {@link endpointWatcher}: the receiver starts it when created, the worker in `start()`.
- */
-export interface EndpointWatcher {
-  /** Starts the watch; `parts` are what the receiver's readiness is judged from. */
-  start(parts: ReadinessParts, log: ((line: string) => void) | undefined): EndpointWatch
-}
-
-/** Why a receiver is not ready (a short phrase), or undefined when it is. */
-export type Readiness = () => Promise<string | undefined>
 
 const DEFAULT_INTERVAL_MS = 60_000
 const DEFAULT_WARN_AT = [5, 10, 15]

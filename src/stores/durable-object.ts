@@ -6,7 +6,7 @@
  * Workers KV is eventually consistent: two isolates can both read "absent", so it is never a store.
  * Talks to the object over its `fetch` interface: it needs no `cloudflare:workers` import.
  */
-import type { ClaimResult, IdempotencyStore } from './store.js'
+import type { ClaimResult, IdempotencyStore } from '../contracts/store.js'
 
 /** The parts of a `DurableObjectNamespace` binding the store uses (structural: no workers-types needed). */
 export interface DurableObjectNamespaceLike {

@@ -9,7 +9,7 @@
  * a stored key only when the hash matches. Entries sit in a ring in the order written, so the
  * oldest is at the front. The core has no runtime dependencies, so there is no library for it.
  */
-import type { ClaimResult, IdempotencyStore } from './store.js'
+import type { ClaimResult, IdempotencyStore } from '../contracts/store.js'
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {

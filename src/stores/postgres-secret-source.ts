@@ -4,8 +4,10 @@
  * upserted by a rotation. The table is created on first use unless `createTable: false`.
  */
 import type { SecretSource, SecretState } from '../secret-source.js'
-import { positiveOption, withDeadline } from './deadline.js'
-import { isPostgresRefusal, quoteTable, type PostgresQueryable } from './postgres-client.js'
+import { positiveOption } from '../option-checks.js'
+import { withDeadline } from '../clients/deadline.js'
+import { isPostgresRefusal, quoteTable, type PostgresQueryable } from '../clients/postgres.js'
+import { secretStatements, type SecretStatements } from './postgres-sql.js'
 import { parseState, sourceError, stateText } from './source-state.js'
 
 /** Options of {@link PostgresSecretSource}. */
@@ -39,20 +41,6 @@ export interface PostgresSecretSourceOptions {
   timeoutMs?: number
 }
 
-/**
- * The `CREATE TABLE` statement of the secret sources' table, for your migrations.
- *
- * @example
- * await pool.query(createSecretTableSql())
- */
-export function createSecretTableSql(table = 'svc_webhooks_secrets'): string {
-  return `CREATE TABLE IF NOT EXISTS ${quoteTable(table, 'PostgresSecretSource')} (
-  name text PRIMARY KEY,
-  state text NOT NULL,
-  updated_at timestamptz NOT NULL DEFAULT now()
-)`
-}
-
 /** Two processes creating the table at once: the loser's unique violation (pg_type) or "already exists" is a success. */
 const ALREADY_CREATED = new Set(['23505', '42P07'])
 
@@ -74,7 +62,7 @@ export class PostgresSecretSource implements SecretSource {
   readonly table: string
   readonly timeoutMs: number
   private readonly db: PostgresQueryable
-  private readonly sql: { read: string; write: string; create: string }
+  private readonly sql: SecretStatements
   private created: Promise<void> | undefined
 
   constructor({ pool, client, name, table = 'svc_webhooks_secrets', createTable = true, timeoutMs = 1500 }: PostgresSecretSourceOptions) {
@@ -91,12 +79,7 @@ export class PostgresSecretSource implements SecretSource {
     this.name = name
     this.table = table
     this.timeoutMs = timeoutMs
-    this.sql = {
-      read: `SELECT state FROM ${t} WHERE name = $1`,
-      write: `INSERT INTO ${t} (name, state, updated_at) VALUES ($1, $2, now())
-ON CONFLICT (name) DO UPDATE SET state = EXCLUDED.state, updated_at = EXCLUDED.updated_at`,
-      create: createSecretTableSql(table),
-    }
+    this.sql = secretStatements(t, table)
     if (!createTable) this.created = Promise.resolve()
   }
 

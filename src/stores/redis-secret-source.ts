@@ -1,11 +1,13 @@
 /**
  * `RedisSecretSource` (exported by svc-webhooks/redis): an endpoint's secret state as JSON in one
  * Redis key, read by every receiver process and written by a rotation. Works with an `ioredis` or
- * a `node-redis` (v4+) client, adapted like the store's (redis-client.ts).
+ * a `node-redis` (v4+) client, adapted like the store's (src/clients/redis.ts).
  */
 import type { SecretSource, SecretState } from '../secret-source.js'
-import { positiveOption, withDeadline } from './deadline.js'
-import { adapt, isRedisRefusal, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from './redis-client.js'
+import { positiveOption } from '../option-checks.js'
+import { withDeadline } from '../clients/deadline.js'
+import { adapt, isRedisRefusal, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
+import { GET_SECRET, SET_SECRET } from './redis-scripts.js'
 import { parseState, sourceError, stateText } from './source-state.js'
 
 /** Options of {@link RedisSecretSource}. */
@@ -21,10 +23,6 @@ export interface RedisSecretSourceOptions {
    */
   timeoutMs?: number
 }
-
-const GET = `return redis.call('GET', KEYS[1])`
-const SET = `redis.call('SET', KEYS[1], ARGV[1])
-return 1`
 
 /**
  * A secret source in Redis: `read()` is one `GET` of `key`, `write()` one `SET` of the state as
@@ -52,7 +50,7 @@ export class RedisSecretSource implements SecretSource {
   }
 
   async read(): Promise<SecretState> {
-    const value = await withDeadline('RedisSecretSource.read', this.timeoutMs, () => this.run(GET, this.key, []), {
+    const value = await withDeadline('RedisSecretSource.read', this.timeoutMs, () => this.run(GET_SECRET, this.key, []), {
       refused: isRedisRefusal,
       fail: (_kind, message, summary) => sourceError(message.replace(/^svc-webhooks: /, ''), summary),
     })
@@ -65,7 +63,7 @@ export class RedisSecretSource implements SecretSource {
   async write(state: SecretState): Promise<void> {
     const text = stateText(state, 'RedisSecretSource')
     // The client's error carries the command's arguments, the secrets among them: only its summary is kept.
-    await withDeadline('RedisSecretSource.write', this.timeoutMs, () => this.run(SET, this.key, [text]), {
+    await withDeadline('RedisSecretSource.write', this.timeoutMs, () => this.run(SET_SECRET, this.key, [text]), {
       refused: isRedisRefusal,
       fail: (_kind, message, summary) => sourceError(message.replace(/^svc-webhooks: /, ''), summary),
     })

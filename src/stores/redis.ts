@@ -1,19 +1,16 @@
 /**
- * `svc-webhooks/redis`, for receivers running in more than one process or machine: `RedisStore`,
- * the idempotency store, `RedisInbox`, the durable inbox (src/inbox/redis.ts), and
- * `RedisSecretSource`, the endpoint's secrets shared by every process (redis-secret-source.ts). All work
- * with an `ioredis` or a `node-redis` (v4+) client; neither is a dependency: the client is
- * adapted by its methods (redis-client.ts). The store runs one Lua script per operation, so a
- * fresh delivery costs two round trips (claim, then complete) and each step is atomic on the
- * server.
+ * `RedisStore` (`svc-webhooks/redis`, src/entries/redis.ts): the idempotency store on Redis, for
+ * receivers running in more than one process or machine. It works with an `ioredis` or a
+ * `node-redis` (v4+) client, adapted by its methods (src/clients/redis.ts). The store runs one Lua
+ * script (redis-scripts.ts) per operation, so a fresh delivery costs two round trips (claim, then
+ * complete) and each step is atomic on the server.
  */
-import type { ClaimResult, IdempotencyStore } from './store.js'
-import { adapt, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from './redis-client.js'
-import { positiveOption, withDeadline } from './deadline.js'
+import type { ClaimResult, IdempotencyStore } from '../contracts/store.js'
+import { adapt, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
+import { positiveOption } from '../option-checks.js'
+import { withDeadline } from '../clients/deadline.js'
+import { CLAIM, COMPLETE, RELEASE } from './redis-scripts.js'
 
-export type { IORedisLikeClient, NodeRedisLikeClient } from './redis-client.js'
-export { RedisInbox, type RedisInboxOptions } from '../inbox/redis.js'
-export { RedisSecretSource, type RedisSecretSourceOptions } from './redis-secret-source.js'
 
 /** Options of {@link RedisStore}. */
 export interface RedisStoreOptions {
@@ -35,29 +32,6 @@ export interface RedisStoreOptions {
    */
   timeoutMs?: number
 }
-
-// Values: `c:<owner>` while claimed (the key expires with the lease), `d:<owner>` once completed
-// (expires with the retention window). A repeated call by the same owner gets the same answer,
-// so an operation whose reply was lost in a reconnect can be sent again safely.
-const CLAIM = `local v = redis.call('GET', KEYS[1])
-if not v then
-  redis.call('SET', KEYS[1], 'c:' .. ARGV[1], 'PX', ARGV[2])
-  return 'claimed'
-end
-if v == 'c:' .. ARGV[1] then return 'claimed' end
-if string.sub(v, 1, 2) == 'd:' then return 'completed' end
-return 'in_flight'`
-
-const COMPLETE = `local v = redis.call('GET', KEYS[1])
-redis.call('SET', KEYS[1], 'd:' .. ARGV[1], 'PX', ARGV[2])
-if v == 'c:' .. ARGV[1] or v == 'd:' .. ARGV[1] then return 1 end
-return 0`
-
-const RELEASE = `if redis.call('GET', KEYS[1]) == 'c:' .. ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  return 1
-end
-return 0`
 
 /**
  * Idempotency store on Redis: claim is `SET NX PX lease` done in one script that also reports

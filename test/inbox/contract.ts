@@ -1,5 +1,5 @@
 /**
- * The inbox contract every engine must pass (src/inbox/inbox.ts): append dedupe by any key,
+ * The inbox contract every engine must pass (src/contracts/inbox.ts): append dedupe by any key,
  * leases and their expiry, retry, bury, requeue and purge, retention, stats, raw bytes untouched,
  * no delivery taken twice by concurrent workers, acks idempotent per lease (a repeat answers
  * true, a stale lease false), takes counted at take, and a requeue that restores the whole retry

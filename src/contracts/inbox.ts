@@ -185,4 +185,5 @@ export interface InboxOptions {
   now?: () => number
 }
 
-export const DEFAULT_INBOX_RETENTION_MS = 72 * 60 * 60 * 1000
+/** The inboxes' name for {@link DEFAULT_RETENTION_MS}. */
+export { DEFAULT_RETENTION_MS as DEFAULT_INBOX_RETENTION_MS } from './store.js'

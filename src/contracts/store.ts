@@ -4,6 +4,13 @@
  * completion is kept for the retention window; only the owner of a claim may release it.
  */
 
+/**
+ * How long a processed delivery's keys are remembered by default, by the receiver's store and by
+ * every inbox, and how long the inbox worker keeps retrying a delivery: 72 h (DESIGN.md "Answers,
+ * idempotency"). A resend within it is answered 200 duplicate.
+ */
+export const DEFAULT_RETENTION_MS = 72 * 60 * 60 * 1000
+
 /** Runs a store call whose outcome does not matter (a sync throw, a rejection, a plain value): never throws. */
 export async function quietly(call: () => unknown): Promise<void> {
   try {
@@ -42,4 +49,16 @@ export interface IdempotencyStore {
   complete(key: string, owner: string, retentionMs: number): boolean | Promise<boolean>
   /** Drops the claim if `owner` still holds it, so a retry can run the handler. */
   release(key: string, owner: string): boolean | Promise<boolean>
+}
+
+/**
+ * Whether `store` has the {@link IdempotencyStore} methods: checked when a receiver, a worker or a
+ * consumer is created, not on a delivery.
+ *
+ * @example
+ * if (!isIdempotencyStore(options.store)) throw new TypeError('svc-webhooks: `store` must implement claim, complete and release.')
+ */
+export function isIdempotencyStore(store: unknown): store is IdempotencyStore {
+  const s = store as IdempotencyStore | undefined
+  return typeof s?.claim === 'function' && typeof s.complete === 'function' && typeof s.release === 'function'
 }

@@ -5,7 +5,11 @@
  * (spec/service-api.md §6.3 rule 1) instead of hanging on a client's offline queue. An error the
  * server answered and that repeating will not fix (a value it cannot store, out of memory) is
  * answered at once instead of being retried until the deadline and reported as unreachable.
+ *
+ * {@link inboxDeadline} is the inboxes' form: it rejects with an InboxError whose `kind` says
+ * whether to try again.
  */
+import { InboxError } from '../contracts/inbox.js'
 
 /** First pause between attempts; doubles up to {@link MAX_PAUSE_MS}. */
 const FIRST_PAUSE_MS = 25
@@ -131,13 +135,26 @@ export function withDeadline<T>(what: string, timeoutMs: number, attempt: () => 
 }
 
 /**
- * Throws a TypeError naming `option` unless `value` is a positive finite number.
+ * Runs one engine operation within `timeoutMs`: `refused` recognises the server's refusals
+ * (answered at once), everything else is retried until the deadline.
  *
  * @example
- * positiveOption(timeoutMs, 'RedisStore timeoutMs')
+ * const reply = await inboxDeadline('RedisInbox.take', 2000, () => run(TAKE, due, args), { refused: isRedisRefusal, onLate: handBack })
  */
-export function positiveOption(value: unknown, option: string): void {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw new TypeError(`svc-webhooks: ${option} must be a positive number of milliseconds.`)
-  }
+export function inboxDeadline<T>(operation: string, timeoutMs: number, attempt: () => Promise<T>, options: Omit<DeadlineOptions<T>, 'fail'>): Promise<T> {
+  return withDeadline(operation, timeoutMs, attempt, {
+    ...options,
+    fail: (kind, message, cause) => new InboxError(kind, operation, message, cause ? { cause } : undefined),
+  })
+}
+
+/**
+ * Why a settings check failed, for a warning line: the error's message without the package prefix
+ * (an InboxError's message names the operation and the server's answer, never arguments).
+ *
+ * @example
+ * `could not check the settings (${unchecked(error)})`
+ */
+export function unchecked(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).replace(/^svc-webhooks: /, '')
 }

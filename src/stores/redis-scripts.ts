@@ -1,0 +1,34 @@
+/**
+ * The Lua scripts of the Redis idempotency store and secret source, one per operation, as BullMQ
+ * keeps each in `commands/*.lua`. (The inbox's are in src/inbox/redis-scripts.ts.)
+ */
+
+// Values: `c:<owner>` while claimed (the key expires with the lease), `d:<owner>` once completed
+// (expires with the retention window). A repeated call by the same owner gets the same answer,
+// so an operation whose reply was lost in a reconnect can be sent again safely.
+export const CLAIM = `local v = redis.call('GET', KEYS[1])
+if not v then
+  redis.call('SET', KEYS[1], 'c:' .. ARGV[1], 'PX', ARGV[2])
+  return 'claimed'
+end
+if v == 'c:' .. ARGV[1] then return 'claimed' end
+if string.sub(v, 1, 2) == 'd:' then return 'completed' end
+return 'in_flight'`
+
+export const COMPLETE = `local v = redis.call('GET', KEYS[1])
+redis.call('SET', KEYS[1], 'd:' .. ARGV[1], 'PX', ARGV[2])
+if v == 'c:' .. ARGV[1] or v == 'd:' .. ARGV[1] then return 1 end
+return 0`
+
+export const RELEASE = `if redis.call('GET', KEYS[1]) == 'c:' .. ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0`
+
+/** The secret source's read: the state's JSON, or nil. */
+export const GET_SECRET = `return redis.call('GET', KEYS[1])`
+
+/** The secret source's write. */
+export const SET_SECRET = `redis.call('SET', KEYS[1], ARGV[1])
+return 1`
