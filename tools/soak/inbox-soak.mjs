@@ -96,6 +96,7 @@ async function persist(step) {
  *   poisonId: string | undefined,
  *   poisonDead: boolean,
  *   poisonApplied: boolean,
+ *   otherDead: { id: string, attempts: number, takes: number, lastError: string, applied: boolean }[],
  *   handlerRuns: number,
  *   failuresInjected: number,
  *   refusedByOutage: number,
