@@ -60,6 +60,7 @@ interface NewJobLike {
 /** The parts of the queue's ioredis client the inbox uses: a raw command, and the scripts BullMQ defined on it. */
 interface RawRedisLike {
   readonly isCluster?: boolean
+  readonly options?: { enableAutoPipelining?: boolean }
   call(command: string, ...args: unknown[]): Promise<unknown>
   readonly scriptsSet?: Record<string, { readonly sha?: string; readonly lua?: string; readonly numberOfKeys?: number | null } | undefined>
 }
@@ -173,8 +174,8 @@ export class BullMQInbox implements WebhookInboxProducer {
    * would send the whole script text with every transaction: a pipeline's scripts are sent by
    * SHA only once a socket has run them, and a pipeline writes through a stream of its own.)
    * Undefined where the queue does not offer what this takes (another BullMQ, a client that is
-   * not ioredis, a cluster), and with BullMQ telemetry on, which only `queue.add` records: the add
-   * and a read-back then.
+   * not ioredis, a cluster, ioredis' auto-pipelining), and with BullMQ telemetry on, which only
+   * `queue.add` records: the add and a read-back then.
    */
   private async addInTransaction(jobId: string, data: DeliveryJobData): Promise<AppendResult | undefined> {
     const queue = this.queue
@@ -182,7 +183,9 @@ export class BullMQInbox implements WebhookInboxProducer {
     const Job = (queue as { Job?: JobClass }).Job
     if (typeof backend?.addJobToTransaction !== 'function' || typeof Job !== 'function' || typeof toKey !== 'function' || queue.opts?.telemetry !== undefined) return undefined
     const client = (await backend.client) as RawRedisLike | undefined
-    if (typeof client?.call !== 'function' || client.isCluster === true || typeof client.scriptsSet !== 'object') return undefined
+    // With auto-pipelining, ioredis sends MULTI at once and the other three on the next tick:
+    // another append's commands could come between them.
+    if (typeof client?.call !== 'function' || client.isCluster === true || client.options?.enableAutoPipelining === true || typeof client.scriptsSet !== 'object') return undefined
     // As Queue.add does: the queue's defaults, then the job's options, then the id.
     const job = new Job(queue as never, DELIVERY_JOB_NAME, data, { ...queue.defaultJobOptions, ...this.jobOptions, jobId }, jobId)
     const json = job.asJSON()

@@ -109,6 +109,38 @@ describeWithRedis('svc-webhooks/bullmq', () => {
     }
   })
 
+  // ioredis' auto-pipelining sends MULTI at once and queues the rest: the add and read-back path.
+  describeProducerContract('BullMQInbox over a connection with enableAutoPipelining', async () => {
+    const queue = new Queue(`q-${randomUUID()}`, { connection: { url: server.url, enableAutoPipelining: true } as never })
+    closing.push(() => queue.close())
+    return {
+      inbox: new BullMQInbox({ queue }),
+      storedBody: async (d) => Buffer.from(((await queue.getJob(bullmqJobId(d.keys[0]!)))!.data as DeliveryJobData).body, 'base64'),
+      async complete(d) {
+        const taker = new Worker(queue.name, null, { connection: { url: server.url } })
+        try {
+          for (let i = 0; i < 100; i++) {
+            const job = await taker.getNextJob('contract-token')
+            if (!job) throw new Error(`no job for ${d.id} to complete`)
+            await job.moveToCompleted('done', 'contract-token', false)
+            if (job.id === bullmqJobId(d.keys[0]!)) return
+          }
+        } finally {
+          await taker.close()
+        }
+      },
+    }
+  })
+
+  it('over an auto-pipelining connection, ten distinct deliveries at once are each accepted', async () => {
+    const queue = new Queue(`q-${randomUUID()}`, { connection: { url: server.url, enableAutoPipelining: true } as never })
+    closing.push(() => queue.close())
+    const inbox = new BullMQInbox({ queue })
+    const results = await Promise.all(Array.from({ length: 10 }, () => inbox.append(inboxDelivery())))
+    expect(results).toEqual(Array.from({ length: 10 }, () => 'accepted'))
+    expect(await queue.getJobCounts('waiting')).toEqual({ waiting: 10 })
+  })
+
   it('append is one Redis transaction: MULTI, EXISTS of the job, the add script, EXEC; nothing read back', async () => {
     const queue = freshQueue()
     const inbox = new BullMQInbox({ queue })
