@@ -157,7 +157,7 @@ export class BullMQInbox implements WebhookInboxProducer {
     let result: AppendResult
     try {
       // Adding the same id twice stores nothing the second time, so a retried add (its reply lost
-      // in a reconnect) is safe: it is answered duplicate, and the job is stored.
+      // in a reconnect) is safe: at worst it is answered duplicate, the job stored.
       result = await withDeadline('BullMQInbox.append', this.timeoutMs, async () => (await this.addInTransaction(jobId, data)) ?? this.addAndReadBack(jobId, data, token))
     } catch (error) {
       throw unavailable('BullMQInbox.append', error)
