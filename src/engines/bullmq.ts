@@ -8,9 +8,11 @@
  * throw an `UnrecoverableError` (failed at once: the failed set is the dead-letter list).
  *
  * Dedupe is BullMQ's own: adding a job id the queue holds stores nothing and answers that id, so
- * an id accepted and not yet removed is a duplicate. Each job is added with `removeOnComplete`
- * of the retention window (72 h), so a processed id stays known that long. bullmq is not
- * imported: both sides take the objects by the methods they use.
+ * an id accepted and not yet removed is a duplicate. BullMQ's add answers the id either way, so the
+ * add runs in one Redis transaction with an `EXISTS` of the job before it, which tells the two
+ * apart in the same round trip. Each job is added with `removeOnComplete` of the retention window
+ * (72 h), so a processed id stays known that long. bullmq is not imported: both sides take the
+ * objects by the methods they use.
  */
 import { DEFAULT_INBOX_RETENTION_MS, type AppendResult, type InboxDelivery, type WebhookInboxProducer } from '../contracts/inbox.js'
 import { processDelivery, type InboxWorkerResult, type Job as ProcessJob } from '../inbox/process.js'
@@ -28,8 +30,46 @@ export interface BullMQQueueLike {
   add(name: string, data: DeliveryJobData, opts?: { jobId?: string }): Promise<{ id?: string }>
   getJob(jobId: string): Promise<{ data?: unknown } | undefined | null>
   readonly defaultJobOptions?: { attempts?: number }
-  /** BullMQ 6's datastore backend: its `getJobData` reads a job's fields without building a Job. */
-  readonly backend?: { getJobData?(jobId: string): Promise<{ data?: unknown } | undefined | null> }
+  /**
+   * BullMQ 6's Redis backend: its connection, the add that joins a transaction (what a flow's
+   * adds use), and `getJobData`, a job's fields without building a Job.
+   */
+  readonly backend?: {
+    getJobData?(jobId: string): Promise<{ data?: unknown } | undefined | null>
+    readonly client?: Promise<unknown>
+    addJobToTransaction?(transaction: { runCommand(name: string, args: unknown[]): unknown }, job: unknown, jobId: string, parent: { parentKey?: string; parentDependenciesKey?: string }): Promise<unknown>
+  }
+  /** The Redis key of `type` (a job's hash for a job id). */
+  toKey?(type: string): string
+  readonly opts?: { telemetry?: unknown }
+  emit?(event: 'waiting', job: unknown): unknown
+}
+
+/**
+ * The queue's Job class (`queue.Job`, protected in BullMQ's types, there for subclasses), which
+ * shapes and checks a job before an add, as `Queue.add` uses it.
+ */
+type JobClass = new (queue: never, name: string, data: unknown, opts: Record<string, unknown>, id: string) => NewJobLike
+
+/** A job made for an add: BullMQ's `Job` before it is stored. */
+interface NewJobLike {
+  readonly parentKey?: string
+  asJSON(): unknown
+  validateOptions(json: unknown): void
+}
+
+/** The parts of the queue's ioredis client the inbox uses: a raw command, and the scripts BullMQ defined on it. */
+interface RawRedisLike {
+  readonly isCluster?: boolean
+  readonly options?: { enableAutoPipelining?: boolean }
+  call(command: string, ...args: unknown[]): Promise<unknown>
+  readonly scriptsSet?: Record<string, { readonly sha?: string; readonly lua?: string; readonly numberOfKeys?: number | null } | undefined>
+}
+
+/** A job insert as BullMQ's backend would run it: the script's name and its keys and arguments. */
+interface RecordedAdd {
+  name: string
+  args: unknown[]
 }
 
 /** The parts of a BullMQ `Job` the processor uses. */
@@ -85,6 +125,8 @@ export function bullmqJobId(key: string): string {
  * (id from its primary dedupe key, data {@link DeliveryJobData}). Resolves 'accepted' once Redis
  * stored the job, 'duplicate' when the queue already held its id (accepted, or processed within
  * `retentionMs`); rejects (the receiver answers 503) when Redis does not answer within `timeoutMs`.
+ * One round trip per append on BullMQ 6 (see docs/inbox-engines.md for the queue's connection
+ * settings a hot producer wants); two where the queue does not offer a transaction's add.
  *
  * @example
  * const queue = new Queue('webhooks', { connection })
@@ -113,21 +155,83 @@ export class BullMQInbox implements WebhookInboxProducer {
     const jobId = bullmqJobId(delivery.keys[0]!)
     const token = appendToken()
     const data = toJobData(delivery, token)
-    let stored: unknown
+    let result: AppendResult
     try {
       // Adding the same id twice stores nothing the second time, so a retried add (its reply lost
-      // in a reconnect) is safe; the token read back says whose job the queue holds.
-      stored = await withDeadline('BullMQInbox.append', this.timeoutMs, async () => {
-        const added = await this.queue.add(DELIVERY_JOB_NAME, data, { ...this.jobOptions, jobId })
-        // BullMQ answers the id it holds the job under: another one means it kept an existing job
-        // by a rule of its own (a deduplication) and ours is stored nowhere. Never a 202 then.
-        if (added.id !== undefined && added.id !== jobId) throw new Error(`BullMQ answered job id ${added.id}, not ${jobId}`)
-        return this.holds(jobId, token)
-      })
+      // in a reconnect) is safe: at worst it is answered duplicate, the job stored.
+      result = await withDeadline('BullMQInbox.append', this.timeoutMs, async () => (await this.addInTransaction(jobId, data)) ?? this.addAndReadBack(jobId, data, token))
     } catch (error) {
       throw unavailable('BullMQInbox.append', error)
     }
-    return stored ? 'accepted' : 'duplicate'
+    return result
+  }
+
+  /**
+   * The add in one round trip: `MULTI`, `EXISTS` of the job's hash, BullMQ's own add script (by
+   * its SHA, as BullMQ's backend builds the call), `EXEC`. Redis runs the two as one, so the
+   * `EXISTS` says whether this add stored the job (0) or found it there (1): BullMQ's add answers
+   * the job id either way. The four commands are sent in one synchronous step on the queue's
+   * connection, so no other command of this process comes between them. (ioredis' own `multi()`
+   * would send the whole script text with every transaction: a pipeline's scripts are sent by
+   * SHA only once a socket has run them, and a pipeline writes through a stream of its own.)
+   * Undefined where the queue does not offer what this takes (another BullMQ, a client that is
+   * not ioredis, a cluster, ioredis' auto-pipelining), and with BullMQ telemetry on, which only
+   * `queue.add` records: the add and a read-back then.
+   */
+  private async addInTransaction(jobId: string, data: DeliveryJobData): Promise<AppendResult | undefined> {
+    const queue = this.queue
+    const { backend, toKey } = queue
+    const Job = (queue as { Job?: JobClass }).Job
+    if (typeof backend?.addJobToTransaction !== 'function' || typeof Job !== 'function' || typeof toKey !== 'function' || queue.opts?.telemetry !== undefined) return undefined
+    const client = (await backend.client) as RawRedisLike | undefined
+    // With auto-pipelining, ioredis sends MULTI at once and the other three on the next tick:
+    // another append's commands could come between them.
+    if (typeof client?.call !== 'function' || client.isCluster === true || client.options?.enableAutoPipelining === true || typeof client.scriptsSet !== 'object') return undefined
+    // As Queue.add does: the queue's defaults, then the job's options, then the id.
+    const job = new Job(queue as never, DELIVERY_JOB_NAME, data, { ...queue.defaultJobOptions, ...this.jobOptions, jobId }, jobId)
+    const json = job.asJSON()
+    job.validateOptions(json)
+    // The backend picks the script (standard, delayed, prioritized) and builds its keys and arguments.
+    const recorded: RecordedAdd[] = []
+    const recorder = { runCommand: (name: string, args: unknown[]) => (recorded.push({ name, args }), recorder) }
+    await backend.addJobToTransaction(recorder, json, jobId, { parentKey: job.parentKey, parentDependenciesKey: job.parentKey ? `${job.parentKey}:dependencies` : '' })
+    const add = recorded.length === 1 ? recorded[0]! : undefined
+    const script = add && client.scriptsSet[add.name]
+    if (!add || typeof script?.sha !== 'string' || typeof script.numberOfKeys !== 'number') return undefined
+    const key = toKey.call(queue, jobId)
+    const run = async (): Promise<unknown> => {
+      const sent = [client.call('MULTI'), client.call('EXISTS', key), client.call('EVALSHA', script.sha, script.numberOfKeys, ...add.args), client.call('EXEC')]
+      const settled = await Promise.allSettled(sent)
+      const exec = settled[3]!
+      if (exec.status === 'rejected') throw settled.find((s): s is PromiseRejectedResult => s.status === 'rejected' && s !== exec)?.reason ?? exec.reason
+      return exec.value
+    }
+    let replies = await run()
+    const noScript = (r: unknown) => Array.isArray(r) && r[1] instanceof Error && r[1].message.startsWith('NOSCRIPT')
+    if (noScript(replies) && typeof script.lua === 'string') {
+      // Redis lost its scripts (a SCRIPT FLUSH, a failover): nothing was added. Load it and run again.
+      await client.call('SCRIPT', 'LOAD', script.lua)
+      replies = await run()
+    }
+    if (!Array.isArray(replies) || replies.length !== 2) throw new Error('BullMQ add: the transaction was not run')
+    const [existed, added] = replies as [unknown, unknown]
+    if (existed instanceof Error) throw existed
+    if (added instanceof Error) throw added
+    if (existed === 1) return 'duplicate'
+    // A job stored under another id (a deduplication of BullMQ's own) or an error code: ours is
+    // stored nowhere, so never a 202.
+    if (added !== jobId) throw new Error(`BullMQ answered ${typeof added === 'number' ? `error code ${added}` : `job id ${String(added)}`}, not ${jobId}`)
+    queue.emit?.('waiting', job)
+    return 'accepted'
+  }
+
+  /** The add through `queue.add`, then the job read back: the token it holds says whose add stored it. */
+  private async addAndReadBack(jobId: string, data: DeliveryJobData, token: string): Promise<AppendResult> {
+    const added = await this.queue.add(DELIVERY_JOB_NAME, data, { ...this.jobOptions, jobId })
+    // BullMQ answers the id it holds the job under: another one means it kept an existing job
+    // by a rule of its own (a deduplication) and ours is stored nowhere. Never a 202 then.
+    if (added.id !== undefined && added.id !== jobId) throw new Error(`BullMQ answered job id ${added.id}, not ${jobId}`)
+    return (await this.holds(jobId, token)) ? 'accepted' : 'duplicate'
   }
 
   /**

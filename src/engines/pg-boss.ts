@@ -30,6 +30,15 @@ export type { InboxWorkerResult } from '../inbox/process.js'
 /** The parts of a `PgBoss` instance the inbox uses. */
 export interface PgBossLike {
   send(name: string, data: object, options?: Record<string, unknown>): Promise<string | null>
+  /** pg-boss's own database (its `pg` pool), through which each send runs as a prepared statement. */
+  getDb?(): PgBossDbLike
+}
+
+/** The parts of pg-boss's database the inbox uses: `executeSql` passing a `pg` query config through to its pool. */
+export interface PgBossDbLike {
+  executeSql(text: string | { name: string; text: string }, values?: unknown[]): Promise<{ rows: unknown[] }>
+  /** Set on pg-boss's own database (not on one a user supplied as `db`, which may not take a query config). */
+  readonly _pgbdb?: boolean
 }
 
 /** The parts of a pg-boss job the handler uses (`boss.work` hands an array of them). */
@@ -69,7 +78,10 @@ export interface PgBossInboxOptions {
    * @default 2000
    */
   timeoutMs?: number
-  /** Options for each `send` (`priority`, `retryLimit`, ...); `id`, `singletonKey` and `deleteAfterSeconds` are the inbox's own. */
+  /**
+   * Options for each `send` (`priority`, `retryLimit`, ...); `id`, `singletonKey` and `deleteAfterSeconds` are the inbox's own.
+   * A `db` of your own (a transaction) is used as given; otherwise each send runs as a prepared statement on pg-boss's own pool.
+   */
   sendOptions?: Record<string, unknown>
 }
 
@@ -107,6 +119,7 @@ export class PgBossInbox implements WebhookInboxProducer {
   private readonly queue: string
   private readonly timeoutMs: number
   private readonly sendOptions: Record<string, unknown>
+  private readonly prepared: PreparedSends | undefined
 
   constructor({ boss, queue, retentionMs = DEFAULT_INBOX_RETENTION_MS, timeoutMs = 2000, sendOptions = {} }: PgBossInboxOptions) {
     if (typeof boss?.send !== 'function') throw new TypeError('svc-webhooks: PgBossInbox needs `boss`, a started PgBoss: new PgBossInbox({ boss, queue }).')
@@ -117,6 +130,7 @@ export class PgBossInbox implements WebhookInboxProducer {
     this.queue = queue
     this.timeoutMs = timeoutMs
     this.sendOptions = { ...sendOptions, deleteAfterSeconds: Math.ceil(retentionMs / 1000) }
+    this.prepared = sendOptions.db === undefined ? PreparedSends.over(boss) : undefined
   }
 
   async append(delivery: InboxDelivery): Promise<AppendResult> {
@@ -127,7 +141,7 @@ export class PgBossInbox implements WebhookInboxProducer {
     // per singleton key (short, singleton, stately, exclusive), a send without one would find the
     // job of another delivery and be answered "duplicate", a delivery lost. Per delivery, the
     // policy can only ever refuse the same delivery; key_strict_fifo requires a key anyway.
-    const options = { ...this.sendOptions, id, singletonKey: key }
+    const options = { ...this.sendOptions, id, singletonKey: key, ...this.prepared?.sendOption() }
     let sent: string | null
     try {
       // The insert is one statement on the id's primary key: a second send of the id (this one
@@ -138,6 +152,63 @@ export class PgBossInbox implements WebhookInboxProducer {
       throw unavailable('PgBossInbox.append', error)
     }
     return sent === null ? 'duplicate' : 'accepted'
+  }
+}
+
+/**
+ * Runs pg-boss's job insert as a named (prepared) statement on its own pool, through the `db`
+ * option of `send`. pg-boss sends the insert (about 4 KB of SQL) unnamed, so Postgres parses and
+ * plans it for every job: most of the database's work on an append. Named, each connection parses
+ * it once and Postgres settles on a generic plan; the statement is pg-boss's own text, named by
+ * its hash, so a changed text (another table, notify on) is another statement. A connection that
+ * does not keep prepared statements (PgBouncer in transaction mode before 1.21) fails the named
+ * statement with 26000 or 42P05 before inserting anything: the inbox then sends unnamed from
+ * there on, and the append's retry runs at once.
+ */
+class PreparedSends {
+  private names = new Map<string, string>()
+  private off = false
+  private readonly db: { executeSql(text: string, values?: unknown[]): Promise<{ rows: unknown[] }> }
+
+  private constructor(private readonly own: PgBossDbLike) {
+    this.db = {
+      executeSql: (text, values) => {
+        if (this.off) return this.own.executeSql(text, values)
+        return this.own.executeSql({ name: this.nameOf(text), text }, values).catch((error: unknown) => {
+          const code = (error as { code?: unknown } | null)?.code
+          if (code === '26000' || code === '42P05') this.off = true
+          throw error
+        })
+      },
+    }
+  }
+
+  /** Prepared sends over `boss`'s own database, or none (an older pg-boss, or a database of the user's). */
+  static over(boss: PgBossLike): PreparedSends | undefined {
+    if (typeof boss.getDb !== 'function') return undefined
+    let db: PgBossDbLike | undefined
+    try {
+      db = boss.getDb()
+    } catch {
+      return undefined
+    }
+    return db?._pgbdb === true && typeof db.executeSql === 'function' ? new PreparedSends(db) : undefined
+  }
+
+  /** The `db` option of a send: none once the connections proved not to keep prepared statements. */
+  sendOption(): { db: PreparedSends['db'] } | undefined {
+    return this.off ? undefined : { db: this.db }
+  }
+
+  private nameOf(text: string): string {
+    let name = this.names.get(text)
+    if (name === undefined) {
+      // One text per queue table and notify setting: a handful at most, bounded all the same.
+      if (this.names.size >= 16) this.names.clear()
+      name = `svc_webhooks_send_${createHash('sha1').update(text, 'utf8').digest('hex').slice(0, 24)}`
+      this.names.set(text, name)
+    }
+    return name
   }
 }
 

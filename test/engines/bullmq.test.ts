@@ -86,6 +86,96 @@ describeWithRedis('svc-webhooks/bullmq', () => {
     }
   })
 
+  // A queue offering only Queue.add, getJob and getJobData (another BullMQ, or BullMQ telemetry on):
+  // the add, then the job read back.
+  describeProducerContract('BullMQInbox, add and read-back', async () => {
+    const queue = freshQueue()
+    const plain = { name: queue.name, add: queue.add.bind(queue), getJob: queue.getJob.bind(queue), backend: { getJobData: (id: string) => queue.backend.getJobData(id) } }
+    return {
+      inbox: new BullMQInbox({ queue: plain }),
+      storedBody: async (d) => Buffer.from(((await queue.getJob(bullmqJobId(d.keys[0]!)))!.data as DeliveryJobData).body, 'base64'),
+      async complete(d) {
+        const taker = new Worker(queue.name, null, { connection: { url: server.url } })
+        try {
+          for (let i = 0; i < 100; i++) {
+            const job = await taker.getNextJob('contract-token')
+            if (!job) throw new Error(`no job for ${d.id} to complete`)
+            await job.moveToCompleted('done', 'contract-token', false)
+            if (job.id === bullmqJobId(d.keys[0]!)) return
+          }
+        } finally {
+          await taker.close()
+        }
+      },
+    }
+  })
+
+  // ioredis' auto-pipelining sends MULTI at once and queues the rest: the add and read-back path.
+  describeProducerContract('BullMQInbox over a connection with enableAutoPipelining', async () => {
+    const queue = new Queue(`q-${randomUUID()}`, { connection: { url: server.url, enableAutoPipelining: true } as never })
+    closing.push(() => queue.close())
+    return {
+      inbox: new BullMQInbox({ queue }),
+      storedBody: async (d) => Buffer.from(((await queue.getJob(bullmqJobId(d.keys[0]!)))!.data as DeliveryJobData).body, 'base64'),
+      async complete(d) {
+        const taker = new Worker(queue.name, null, { connection: { url: server.url } })
+        try {
+          for (let i = 0; i < 100; i++) {
+            const job = await taker.getNextJob('contract-token')
+            if (!job) throw new Error(`no job for ${d.id} to complete`)
+            await job.moveToCompleted('done', 'contract-token', false)
+            if (job.id === bullmqJobId(d.keys[0]!)) return
+          }
+        } finally {
+          await taker.close()
+        }
+      },
+    }
+  })
+
+  it('over an auto-pipelining connection, ten distinct deliveries at once are each accepted', async () => {
+    const queue = new Queue(`q-${randomUUID()}`, { connection: { url: server.url, enableAutoPipelining: true } as never })
+    closing.push(() => queue.close())
+    const inbox = new BullMQInbox({ queue })
+    const results = await Promise.all(Array.from({ length: 10 }, () => inbox.append(inboxDelivery())))
+    expect(results).toEqual(Array.from({ length: 10 }, () => 'accepted'))
+    expect(await queue.getJobCounts('waiting')).toEqual({ waiting: 10 })
+  })
+
+  it('append is one Redis transaction: MULTI, EXISTS of the job, the add script, EXEC; nothing read back', async () => {
+    const queue = freshQueue()
+    const inbox = new BullMQInbox({ queue })
+    await inbox.append(inboxDelivery()) // the connection is up and the script loaded
+    const monitor = await client.duplicate().monitor()
+    const commands: string[] = []
+    // Commands a script runs are shown too, from source "lua": only the client's own are counted.
+    monitor.on('monitor', (_time: string, args: string[], source: string) => void (source !== 'lua' && commands.push(String(args[0]).toLowerCase())))
+    try {
+      const d = inboxDelivery()
+      expect(await inbox.append(d)).toBe('accepted')
+      expect(await inbox.append({ ...d, receivedAt: Date.now() })).toBe('duplicate')
+      await client.ping() // MONITOR shows commands in order: this one comes after both appends
+      expect(await eventually(async () => commands.includes('ping'))).toBe(true)
+    } finally {
+      monitor.disconnect()
+    }
+    const appends = commands.slice(0, commands.indexOf('ping'))
+    expect(appends.filter((c) => !['multi', 'exists', 'evalsha', 'eval', 'exec'].includes(c))).toEqual([])
+    expect(appends.filter((c) => c === 'multi')).toHaveLength(2)
+    expect(appends.filter((c) => c === 'exec')).toHaveLength(2)
+  })
+
+  it('Redis lost its scripts (SCRIPT FLUSH): the add loads it again and is accepted, once', async () => {
+    const queue = freshQueue()
+    const inbox = new BullMQInbox({ queue })
+    expect(await inbox.append(inboxDelivery())).toBe('accepted')
+    await client.script('FLUSH')
+    const d = inboxDelivery()
+    expect(await inbox.append(d)).toBe('accepted')
+    expect(await inbox.append({ ...d, receivedAt: Date.now() })).toBe('duplicate')
+    expect(await queue.getJobCounts('waiting')).toEqual({ waiting: 2 })
+  })
+
   it('append: accepted, then duplicate for the same key; the job id is the key, the raw bytes untouched in the job', async () => {
     const queue = freshQueue()
     const inbox = new BullMQInbox({ queue })

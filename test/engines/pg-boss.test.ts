@@ -115,6 +115,31 @@ describeWithPostgres('svc-webhooks/pg-boss', () => {
     expect(await inbox.append({ ...d, receivedAt: Date.now() })).toBe('duplicate')
   })
 
+  it("each send is a prepared statement on pg-boss's own connection; a connection that lost it sends unnamed from then on", async () => {
+    // One connection, so the session the statements live in is the one the checks read.
+    const single = new PgBoss({ connectionString: server.url, max: 1, supervise: false, schedule: false })
+    single.on('error', () => {})
+    await single.start()
+    try {
+      const queue = await freshQueue()
+      const inbox = new PgBossInbox({ boss: single, queue })
+      const db = single.getDb()
+      const prepared = async () => ((await db.executeSql('SELECT name FROM pg_prepared_statements')).rows as Array<{ name: string }>).map((r) => r.name)
+      const [a, b] = [inboxDelivery(), inboxDelivery()]
+      expect(await inbox.append(a)).toBe('accepted')
+      expect((await prepared()).filter((name) => name.startsWith('svc_webhooks_send_'))).toHaveLength(1)
+      // As a pooler in transaction mode does: the server side forgets what the client prepared.
+      await db.executeSql('DEALLOCATE ALL')
+      expect(await inbox.append(b)).toBe('accepted')
+      expect(await inbox.append({ ...b, receivedAt: Date.now() })).toBe('duplicate')
+      expect(await inbox.append({ ...a, receivedAt: Date.now() })).toBe('duplicate')
+      expect(await prepared()).toEqual([])
+      expect(await state(queue, pgBossJobId(b.keys[0]!))).toBe('created')
+    } finally {
+      await single.stop({ graceful: false })
+    }
+  })
+
   it.each(['short', 'singleton', 'stately', 'exclusive', 'key_strict_fifo'])('a %s queue accepts distinct deliveries side by side (the policy holds per delivery)', async (policy) => {
     const queue = await freshQueue({ policy })
     const inbox = new PgBossInbox({ boss, queue })
