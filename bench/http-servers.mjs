@@ -8,6 +8,8 @@
  * - `webhooks`: the package's entry for that server, with a MemoryStore and an empty handler.
  * - `forged`: the same entry (its default log on stderr), for the forged deliveries bench/http.mjs sends it.
  * - `telemetry`: the same entry with `telemetry: openTelemetry()` over a recording SDK.
+ * - `telemetry-als`: `telemetry` with the AsyncLocalStorage context manager registered, as
+ *   `NodeSDK` (`NodeTracerProvider.register()`) does by default in a Node app.
  * Servers: express, hono (@hono/node-server), fastify, node (node:http), and fetch (Bun.serve or
  * Deno.serve, when this file runs under Bun or Deno).
  */
@@ -23,14 +25,22 @@ const checkHmac = hmacFloor(SECRET)
 const on = { 'message.received': () => {} }
 const OK = '{"ok":true}'
 // The package's entry, whether it is sent genuine deliveries or forged ones, with or without telemetry.
-const receiving = mode === 'webhooks' || mode === 'forged' || mode === 'telemetry'
+const receiving = mode === 'webhooks' || mode === 'forged' || mode === 'telemetry' || mode === 'telemetry-als'
 
 /**
- * The `telemetry` mode's option: `openTelemetry()` over a recording SDK (every span sampled and
- * batched to an exporter that drops them; every metric aggregated), the cost a production app pays.
+ * The `telemetry` modes' option: `openTelemetry()` over a recording SDK (every span sampled and
+ * batched to an exporter that drops them; every metric aggregated, by a reader that a production
+ * app's periodic one would collect every 60 s), the cost a production app pays. `telemetry-als`
+ * also registers the AsyncLocalStorage context manager, as `NodeSDK` does: then every promise in
+ * the process, the server's and the framework's too, carries the active context.
  */
 async function extra() {
-  if (mode !== 'telemetry') return {}
+  if (mode !== 'telemetry' && mode !== 'telemetry-als') return {}
+  if (mode === 'telemetry-als') {
+    const { context } = await import('@opentelemetry/api')
+    const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks')
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable())
+  }
   const { BasicTracerProvider, BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base')
   const { MeterProvider, MetricReader } = await import('@opentelemetry/sdk-metrics')
   const { openTelemetry } = await import('svc-webhooks/opentelemetry')
