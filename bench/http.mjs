@@ -13,7 +13,9 @@
  * - telemetry: the webhooks entry with `telemetry: openTelemetry()` over a recording SDK (spans
  *   batched to an exporter that drops them, metrics aggregated);
  * - telemetry-als: the same with the AsyncLocalStorage context manager `NodeSDK` registers (Node
- *   runtimes only; Bun and Deno rows show n/a).
+ *   runtimes only; Bun and Deno rows show n/a);
+ * - telemetry-sdk: the same SDK called directly for the same span and metrics, without the
+ *   package's `openTelemetry()`: what the SDK itself costs, to read the package's cost against.
  * Every request is a distinct delivery, signed as it is sent (fresh id and timestamp), so the
  * webhooks route claims, runs and completes every one, and no pool can run out however fast the
  * machine is. Targets: the receiver at >= 90 % of its floor route's requests/s, and refusing
@@ -55,7 +57,7 @@ const SERVERS = [
   { name: 'bun', runtime: 'bun', server: 'fetch', label: 'Bun.serve, svc-webhooks/fetch' },
   { name: 'deno', runtime: 'deno', server: 'fetch', label: 'Deno.serve, svc-webhooks/fetch' },
 ]
-const MODES = ['bare', 'floor', 'webhooks', 'forged', 'telemetry', 'telemetry-als']
+const MODES = ['bare', 'floor', 'webhooks', 'forged', 'telemetry', 'telemetry-als', 'telemetry-sdk']
 
 const PIN = pinning()
 if (PIN === 'parent') process.exit(await rerunPinned())
@@ -211,14 +213,14 @@ async function main() {
   const cpuOf = (r) => (r.rounds.every((x) => x.cpuUsPerRequest !== undefined) ? median(r.rounds.map((x) => x.cpuUsPerRequest)) : undefined)
   const rows = results.map((r) => ({ ...r, rps: median(r.rounds.map((x) => x.rps)), p99: median(r.rounds.map((x) => x.p99)), cpuUsPerRequest: cpuOf(r) }))
   const lines = [
-    '| server | bare req/s | floor req/s | receiver req/s | receiver vs floor | receiver p99 | server CPU µs/req: floor, receiver (ratio) | refusing forged req/s | refusing vs receiver | refusing CPU µs/req | with telemetry req/s | telemetry vs receiver | telemetry CPU µs/req | telemetry + AsyncLocalStorage req/s | vs receiver |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| server | bare req/s | floor req/s | receiver req/s | receiver vs floor | receiver p99 | server CPU µs/req: floor, receiver (ratio) | refusing forged req/s | refusing vs receiver | refusing CPU µs/req | with telemetry req/s | telemetry vs receiver | telemetry CPU µs/req | telemetry + AsyncLocalStorage req/s | vs receiver | bare SDK calls req/s | vs receiver | bare SDK CPU µs/req |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ]
   const misses = []
   const fmt = (n) => Math.round(n).toLocaleString('en-US')
   const na = 'n/a'
   for (const s of servers) {
-    const [bare, floorRow, receiver, forged, traced, tracedAls] = MODES.map((mode) => rows.find((r) => r.name === s.name && r.mode === mode))
+    const [bare, floorRow, receiver, forged, traced, tracedAls, bareSdk] = MODES.map((mode) => rows.find((r) => r.name === s.name && r.mode === mode))
     // The ratio of each round (a row and its baseline measured minutes apart at most), then the median.
     const ratio = (row, baseline) => (row && baseline ? median(row.rounds.map((x, i) => x.rps / baseline.rounds[i].rps)) : undefined)
     const pct = (share) => (share === undefined ? na : `${(share * 100).toFixed(1)} %`)
@@ -236,7 +238,7 @@ async function main() {
       floorRow?.cpuUsPerRequest === undefined || receiver?.cpuUsPerRequest === undefined
         ? na
         : `${floorRow.cpuUsPerRequest.toFixed(1)}, ${receiver.cpuUsPerRequest.toFixed(1)} (${(receiver.cpuUsPerRequest / floorRow.cpuUsPerRequest).toFixed(2)}×)`
-    lines.push(`| ${s.label} | ${rate(bare)} | ${rate(floorRow)} | ${rate(receiver)} | ${pct(share)} | ${receiver ? `${receiver.p99} ms` : na} | ${cpu} | ${rate(forged)} | ${pct(refusing)} | ${cpuUs(forged)} | ${rate(traced)} | ${pct(tracing)} | ${cpuUs(traced)} | ${rate(tracedAls)} | ${pct(tracingAls)} |`)
+    lines.push(`| ${s.label} | ${rate(bare)} | ${rate(floorRow)} | ${rate(receiver)} | ${pct(share)} | ${receiver ? `${receiver.p99} ms` : na} | ${cpu} | ${rate(forged)} | ${pct(refusing)} | ${cpuUs(forged)} | ${rate(traced)} | ${pct(tracing)} | ${cpuUs(traced)} | ${rate(tracedAls)} | ${pct(tracingAls)} | ${rate(bareSdk)} | ${pct(ratio(bareSdk, receiver))} | ${cpuUs(bareSdk)} |`)
   }
   const table = lines.join('\n')
   const machine = { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, node: process.versions.node, pinned: PIN === 'server' ? 'load generator on core 0, server on core 1' : 'not pinned' }
