@@ -119,6 +119,8 @@ interface Shared {
 /** An attribute set and the deliveries counted with it since the SDK's last collection (kept sets only). */
 interface AttributeSet {
   attributes: Attributes
+  /** The span's name for it (`receive default`), or undefined with no endpoint. */
+  spanName: string | undefined
   kept: boolean
   unreported: number
 }
@@ -178,7 +180,7 @@ class Scope implements TelemetryScope {
     if (result.id !== undefined) span.setAttribute(ATTR.messageId, result.id)
     if (result.eventType !== undefined) span.setAttribute(ATTR.eventType, result.eventType)
     if (result.attempts !== undefined) span.setAttribute(ATTR.attempts, result.attempts)
-    if (result.endpoint !== undefined) span.updateName(`${operation} ${result.endpoint}`)
+    if (set.spanName !== undefined) span.updateName(set.spanName)
     if (failed) span.setStatus({ code: SpanStatusCode.ERROR, message: result.code ?? result.outcome })
     span.end()
 
@@ -282,8 +284,9 @@ export function openTelemetry(options: OpenTelemetryOptions = {}): WebhookTeleme
       const found = sets.get(key)
       if (found) return found
       const attributes = build(operation, result, failed)
-      if (sets.size >= MAX_ATTRIBUTE_SETS) return { attributes, kept: false, unreported: 0 }
-      const set = { attributes: Object.freeze(attributes), kept: true, unreported: 0 }
+      const spanName = result.endpoint === undefined ? undefined : `${operation} ${result.endpoint}`
+      if (sets.size >= MAX_ATTRIBUTE_SETS) return { attributes, spanName, kept: false, unreported: 0 }
+      const set = { attributes: Object.freeze(attributes), spanName, kept: true, unreported: 0 }
       sets.set(key, set)
       return set
     },
