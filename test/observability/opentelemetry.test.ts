@@ -192,6 +192,37 @@ describe('openTelemetry() on the receiver', () => {
     expect(points.reduce((n, p) => n + (p.value as number), 0)).toBe(endpoints + 1)
     expect(points.find((p) => p.attributes['messaging.destination.name'] === `tenant-${endpoints - 1}`)!.value).toBe(2)
     expect(points.find((p) => p.attributes['messaging.destination.name'] === 'tenant-0')!.value).toBe(1)
+    const verification = metric(await collect(reader), 'svc_webhooks.verification.duration')!.dataPoints
+    expect(verification.reduce((n, p) => n + (p.value as { count: number }).count, 0)).toBe(endpoints) // the last scope was never verified
+    exporter.reset()
+  })
+
+  it('every delivery’s durations are recorded with their values, many deliveries to one attribute set', async () => {
+    const reader = new TestReader()
+    const telemetry = openTelemetry({ tracerProvider, meterProvider: new MeterProvider({ readers: [reader] }) })
+    const deliver = (n: number, handler: () => unknown) => {
+      for (let i = 0; i < n; i++) {
+        const scope = telemetry.receive()
+        scope.verified()
+        scope.run(handler)
+        scope.end({ outcome: 'processed', status: 200, endpoint: 'default', id: `evt_${i}` })
+      }
+    }
+    const handlers = (resource: ResourceMetrics) => metric(resource, 'svc_webhooks.handler.duration')!.dataPoints[0]!.value as { count: number; sum: number; max?: number }
+    deliver(150, () => undefined)
+    let resource = await collect(reader)
+    expect(metric(resource, 'svc_webhooks.deliveries')!.dataPoints.map((p) => p.value)).toEqual([150])
+    expect((metric(resource, 'svc_webhooks.verification.duration')!.dataPoints[0]!.value as { count: number }).count).toBe(150)
+    expect(handlers(resource).count).toBe(150)
+    // A handler that takes 20 ms: its duration is recorded as measured.
+    deliver(1, () => {
+      const until = performance.now() + 20
+      while (performance.now() < until);
+    })
+    resource = await collect(reader)
+    expect(handlers(resource).count).toBe(151)
+    expect(handlers(resource).max).toBeGreaterThanOrEqual(0.02)
+    expect(handlers(resource).max).toBeLessThan(1)
     exporter.reset()
   })
 
