@@ -8,6 +8,11 @@
  * - `webhooks`: the package's entry for that server, with a MemoryStore and an empty handler.
  * - `forged`: the same entry (its default log on stderr), for the forged deliveries bench/http.mjs sends it.
  * - `telemetry`: the same entry with `telemetry: openTelemetry()` over a recording SDK.
+ * - `telemetry-als`: `telemetry` with the AsyncLocalStorage context manager registered, as
+ *   `NodeSDK` (`NodeTracerProvider.register()`) does by default in a Node app.
+ * - `telemetry-sdk`: the same SDK called directly, the fewest calls that record what
+ *   `openTelemetry()` records (a span with the same attributes, a counter add and two histogram
+ *   records with a fresh attribute object): the SDK's own cost, to read the package's against.
  * Servers: express, hono (@hono/node-server), fastify, node (node:http), and fetch (Bun.serve or
  * Deno.serve, when this file runs under Bun or Deno).
  */
@@ -23,14 +28,22 @@ const checkHmac = hmacFloor(SECRET)
 const on = { 'message.received': () => {} }
 const OK = '{"ok":true}'
 // The package's entry, whether it is sent genuine deliveries or forged ones, with or without telemetry.
-const receiving = mode === 'webhooks' || mode === 'forged' || mode === 'telemetry'
+const receiving = mode === 'webhooks' || mode === 'forged' || mode.startsWith('telemetry')
 
 /**
- * The `telemetry` mode's option: `openTelemetry()` over a recording SDK (every span sampled and
- * batched to an exporter that drops them; every metric aggregated), the cost a production app pays.
+ * The `telemetry` modes' option: `openTelemetry()` over a recording SDK (every span sampled and
+ * batched to an exporter that drops them; every metric aggregated, by a reader that a production
+ * app's periodic one would collect every 60 s), the cost a production app pays. `telemetry-als`
+ * also registers the AsyncLocalStorage context manager, as `NodeSDK` does: then every promise in
+ * the process, the server's and the framework's too, carries the active context.
  */
 async function extra() {
-  if (mode !== 'telemetry') return {}
+  if (!mode.startsWith('telemetry')) return {}
+  if (mode === 'telemetry-als') {
+    const { context } = await import('@opentelemetry/api')
+    const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks')
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable())
+  }
   const { BasicTracerProvider, BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base')
   const { MeterProvider, MetricReader } = await import('@opentelemetry/sdk-metrics')
   const { openTelemetry } = await import('svc-webhooks/opentelemetry')
@@ -40,7 +53,52 @@ async function extra() {
     async onShutdown() {}
     async onForceFlush() {}
   }
-  return { telemetry: openTelemetry({ tracerProvider, meterProvider: new MeterProvider({ readers: [new Reader()] }) }) }
+  const meterProvider = new MeterProvider({ readers: [new Reader()] })
+  return { telemetry: mode === 'telemetry-sdk' ? await bareSdk(tracerProvider, meterProvider) : openTelemetry({ tracerProvider, meterProvider }) }
+}
+
+/** `telemetry-sdk`: the SDK calls a hand-written telemetry needs for the same span and metrics. */
+async function bareSdk(tracerProvider, meterProvider) {
+  const { SpanKind, SpanStatusCode } = await import('@opentelemetry/api')
+  const tracer = tracerProvider.getTracer('svc-webhooks')
+  const meter = meterProvider.getMeter('svc-webhooks')
+  const deliveries = meter.createCounter('svc_webhooks.deliveries')
+  const handlerDuration = meter.createHistogram('svc_webhooks.handler.duration')
+  const verificationDuration = meter.createHistogram('svc_webhooks.verification.duration')
+  const start = { 'messaging.system': 'svc-webhooks', 'messaging.operation.type': 'receive', 'messaging.operation.name': 'receive' }
+  const scope = (span) => {
+    const started = performance.now()
+    let verifiedAt
+    let handlerMs
+    return {
+      verified: () => void (verifiedAt ??= performance.now()),
+      run(fn) {
+        const t = performance.now()
+        const value = fn()
+        handlerMs = performance.now() - t
+        return value
+      },
+      traceparent: () => undefined,
+      end(result) {
+        const failed = result.status >= 300
+        const attributes = { 'messaging.operation.type': 'receive', 'svc_webhooks.outcome': result.outcome, 'http.response.status_code': result.status }
+        if (result.code !== undefined) attributes['svc_webhooks.code'] = result.code
+        if (result.endpoint !== undefined) attributes['messaging.destination.name'] = result.endpoint
+        if (failed) attributes['error.type'] = result.code ?? result.outcome
+        span.setAttributes({ ...attributes, 'messaging.message.id': result.id, 'svc_webhooks.event_type': result.eventType })
+        span.updateName(`receive ${result.endpoint}`)
+        if (failed) span.setStatus({ code: SpanStatusCode.ERROR, message: result.code ?? result.outcome })
+        span.end()
+        deliveries.add(1, attributes)
+        if (verifiedAt !== undefined) verificationDuration.record((verifiedAt - started) / 1000, attributes)
+        if (handlerMs !== undefined) handlerDuration.record(handlerMs / 1000, attributes)
+      },
+    }
+  }
+  return {
+    receive: () => scope(tracer.startSpan('receive', { kind: SpanKind.CONSUMER, attributes: start })),
+    process: () => scope(tracer.startSpan('process', { kind: SpanKind.CONSUMER })),
+  }
 }
 
 /** The floor's work on a body and its headers (a `get(name)` function): throws when it fails. */

@@ -11,7 +11,11 @@
  *   with a secret it does not hold): every one refused 401, as a flood from anyone on the
  *   internet would be;
  * - telemetry: the webhooks entry with `telemetry: openTelemetry()` over a recording SDK (spans
- *   batched to an exporter that drops them, metrics aggregated).
+ *   batched to an exporter that drops them, metrics aggregated);
+ * - telemetry-als: the same with the AsyncLocalStorage context manager `NodeSDK` registers (Node
+ *   runtimes only; Bun and Deno rows show n/a);
+ * - telemetry-sdk: the same SDK called directly for the same span and metrics, without the
+ *   package's `openTelemetry()`: what the SDK itself costs, to read the package's cost against.
  * Every request is a distinct delivery, signed as it is sent (fresh id and timestamp), so the
  * webhooks route claims, runs and completes every one, and no pool can run out however fast the
  * machine is. Targets: the receiver at >= 90 % of its floor route's requests/s, and refusing
@@ -20,7 +24,8 @@
  * docs/benchmarks-http.json.
  *
  * Options: --duration 5 (seconds measured per case), --warmup 2, --rounds 2, --connections 16,
- * --servers express,hono,fastify,node,bun,deno, --no-write.
+ * --servers express,hono,fastify,node,bun,deno, --modes (a subset of the routes, e.g.
+ * webhooks,telemetry,telemetry-als; the columns of the others show n/a), --no-write.
  */
 import { spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
@@ -52,7 +57,7 @@ const SERVERS = [
   { name: 'bun', runtime: 'bun', server: 'fetch', label: 'Bun.serve, svc-webhooks/fetch' },
   { name: 'deno', runtime: 'deno', server: 'fetch', label: 'Deno.serve, svc-webhooks/fetch' },
 ]
-const MODES = ['bare', 'floor', 'webhooks', 'forged', 'telemetry']
+const MODES = ['bare', 'floor', 'webhooks', 'forged', 'telemetry', 'telemetry-als', 'telemetry-sdk']
 
 const PIN = pinning()
 if (PIN === 'parent') process.exit(await rerunPinned())
@@ -173,9 +178,12 @@ async function main() {
     }
   }
 
-  const results = servers.flatMap((s) => MODES.map((mode) => ({ ...s, mode, rounds: [] })))
+  const modes = process.argv.includes('--modes') ? String(process.argv[process.argv.indexOf('--modes') + 1]).split(',') : MODES
+  for (const mode of modes) if (!MODES.includes(mode)) fail(`unknown mode ${mode}`)
+  // The AsyncLocalStorage context manager is Node's: Bun and Deno rows run without it.
+  const results = servers.flatMap((s) => modes.filter((mode) => mode !== 'telemetry-als' || s.runtime === 'node').map((mode) => ({ ...s, mode, rounds: [] })))
   for (let round = 0; round < rounds; round++) {
-    // Each server's three routes back to back, in an order that rotates every round, so a machine
+    // Each server's routes back to back, in an order that rotates every round, so a machine
     // that speeds up or slows down during a round does not favour one route.
     const order = servers.flatMap((s) => {
       const own = results.filter((r) => r.name === s.name)
@@ -205,25 +213,32 @@ async function main() {
   const cpuOf = (r) => (r.rounds.every((x) => x.cpuUsPerRequest !== undefined) ? median(r.rounds.map((x) => x.cpuUsPerRequest)) : undefined)
   const rows = results.map((r) => ({ ...r, rps: median(r.rounds.map((x) => x.rps)), p99: median(r.rounds.map((x) => x.p99)), cpuUsPerRequest: cpuOf(r) }))
   const lines = [
-    '| server | bare req/s | floor req/s | receiver req/s | receiver vs floor | receiver p99 | server CPU µs/req: floor, receiver (ratio) | refusing forged req/s | refusing vs receiver | refusing CPU µs/req | with telemetry req/s | telemetry vs receiver |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| server | bare req/s | floor req/s | receiver req/s | receiver vs floor | receiver p99 | server CPU µs/req: floor, receiver (ratio) | refusing forged req/s | refusing vs receiver | refusing CPU µs/req | with telemetry req/s | telemetry vs receiver | telemetry CPU µs/req | telemetry + AsyncLocalStorage req/s | vs receiver | bare SDK calls req/s | vs receiver | bare SDK CPU µs/req |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ]
   const misses = []
   const fmt = (n) => Math.round(n).toLocaleString('en-US')
+  const na = 'n/a'
   for (const s of servers) {
-    const [bare, floorRow, receiver, forged, traced] = MODES.map((mode) => rows.find((r) => r.name === s.name && r.mode === mode))
-    // The ratio of each round (receiver and floor measured minutes apart at most), then the median.
-    const share = median(receiver.rounds.map((x, i) => x.rps / floorRow.rounds[i].rps))
-    if (share < 0.9) misses.push(`${s.label}: ${(share * 100).toFixed(1)} % of the floor route (target >= 90 %)`)
-    const refusing = median(forged.rounds.map((x, i) => x.rps / receiver.rounds[i].rps))
-    if (refusing < 0.95) misses.push(`${s.label}: refusing forged deliveries at ${(refusing * 100).toFixed(1)} % of the receiver's rate (target >= 95 %)`)
-    const tracing = median(traced.rounds.map((x, i) => x.rps / receiver.rounds[i].rps))
-    if (tracing < 0.85) misses.push(`${s.label}: with a recording OpenTelemetry SDK at ${(tracing * 100).toFixed(1)} % of the receiver's rate (target >= 85 %)`)
+    const [bare, floorRow, receiver, forged, traced, tracedAls, bareSdk] = MODES.map((mode) => rows.find((r) => r.name === s.name && r.mode === mode))
+    // The ratio of each round (a row and its baseline measured minutes apart at most), then the median.
+    const ratio = (row, baseline) => (row && baseline ? median(row.rounds.map((x, i) => x.rps / baseline.rounds[i].rps)) : undefined)
+    const pct = (share) => (share === undefined ? na : `${(share * 100).toFixed(1)} %`)
+    const rate = (row) => (row ? fmt(row.rps) : na)
+    const cpuUs = (row) => (row?.cpuUsPerRequest === undefined ? na : row.cpuUsPerRequest.toFixed(1))
+    const share = ratio(receiver, floorRow)
+    if (share !== undefined && share < 0.9) misses.push(`${s.label}: ${(share * 100).toFixed(1)} % of the floor route (target >= 90 %)`)
+    const refusing = ratio(forged, receiver)
+    if (refusing !== undefined && refusing < 0.95) misses.push(`${s.label}: refusing forged deliveries at ${(refusing * 100).toFixed(1)} % of the receiver's rate (target >= 95 %)`)
+    const tracing = ratio(traced, receiver)
+    if (tracing !== undefined && tracing < 0.85) misses.push(`${s.label}: with a recording OpenTelemetry SDK at ${(tracing * 100).toFixed(1)} % of the receiver's rate (target >= 85 %)`)
+    const tracingAls = ratio(tracedAls, receiver)
+    if (tracingAls !== undefined && tracingAls < 0.85) misses.push(`${s.label}: with a recording OpenTelemetry SDK and AsyncLocalStorage at ${(tracingAls * 100).toFixed(1)} % of the receiver's rate (target >= 85 %)`)
     const cpu =
-      floorRow.cpuUsPerRequest === undefined || receiver.cpuUsPerRequest === undefined
-        ? 'n/a'
+      floorRow?.cpuUsPerRequest === undefined || receiver?.cpuUsPerRequest === undefined
+        ? na
         : `${floorRow.cpuUsPerRequest.toFixed(1)}, ${receiver.cpuUsPerRequest.toFixed(1)} (${(receiver.cpuUsPerRequest / floorRow.cpuUsPerRequest).toFixed(2)}×)`
-    lines.push(`| ${s.label} | ${fmt(bare.rps)} | ${fmt(floorRow.rps)} | ${fmt(receiver.rps)} | ${(share * 100).toFixed(1)} % | ${receiver.p99} ms | ${cpu} | ${fmt(forged.rps)} | ${(refusing * 100).toFixed(1)} % | ${forged.cpuUsPerRequest === undefined ? 'n/a' : forged.cpuUsPerRequest.toFixed(1)} | ${fmt(traced.rps)} | ${(tracing * 100).toFixed(1)} % |`)
+    lines.push(`| ${s.label} | ${rate(bare)} | ${rate(floorRow)} | ${rate(receiver)} | ${pct(share)} | ${receiver ? `${receiver.p99} ms` : na} | ${cpu} | ${rate(forged)} | ${pct(refusing)} | ${cpuUs(forged)} | ${rate(traced)} | ${pct(tracing)} | ${cpuUs(traced)} | ${rate(tracedAls)} | ${pct(tracingAls)} | ${rate(bareSdk)} | ${pct(ratio(bareSdk, receiver))} | ${cpuUs(bareSdk)} |`)
   }
   const table = lines.join('\n')
   const machine = { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, node: process.versions.node, pinned: PIN === 'server' ? 'load generator on core 0, server on core 1' : 'not pinned' }

@@ -78,6 +78,16 @@ const now = (): number => performance.now()
 const VERIFICATION_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 const HANDLER_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300]
 
+/**
+ * Attribute sets kept, each built once and frozen: a receiver sees a handful (outcome, status,
+ * code, endpoint). Past this many, sets are built per delivery and not kept, so endpoints made up
+ * in URLs cannot grow memory (the SDK's own limit per metric is 2,000).
+ */
+const MAX_ATTRIBUTE_SETS = 1_000
+
+/** Set when a span starts: samplers see them. Frozen and shared: the SDK copies what it is given. */
+const RECEIVE_START: Attributes = Object.freeze({ [ATTR.system]: SYSTEM, [ATTR.operationType]: 'receive', [ATTR.operationName]: 'receive' })
+
 /** A W3C traceparent (version 00) for a span, or undefined when it is not recording anywhere. */
 function traceparentOf(span: Span): string | undefined {
   const { traceId, spanId, traceFlags } = span.spanContext()
@@ -92,6 +102,97 @@ function parentFrom(traceparent: string | undefined) {
   return trace.setSpanContext(ROOT_CONTEXT, { traceId: match[1]!, spanId: match[2]!, traceFlags: parseInt(match[3]!, 16), isRemote: true })
 }
 
+/** Whether a result is a failure: a status of 300 or more, or (with no status) an outcome that is not a success. */
+function isFailure(result: TelemetryResult): boolean {
+  if (result.status !== undefined) return result.status >= 300
+  const outcome = result.outcome
+  return outcome !== 'processed' && outcome !== 'ignored' && outcome !== 'duplicate'
+}
+
+/** What the scopes of one `openTelemetry()` share. */
+interface Shared {
+  meter(): Instruments
+  /** The metric attribute set of a result: built once and kept (frozen) for the first sets seen. */
+  setOf(operation: 'receive' | 'process', result: TelemetryResult, failed: boolean): AttributeSet
+}
+
+/** An attribute set and the deliveries counted with it since the SDK's last collection (kept sets only). */
+interface AttributeSet {
+  attributes: Attributes
+  /** The span's name for it (`receive default`), or undefined with no endpoint. */
+  spanName: string | undefined
+  kept: boolean
+  unreported: number
+}
+
+/**
+ * One delivery's scope. A class, not closures: a receiver makes one per request, and its methods
+ * are shared. The span carries the result's attributes; the metrics its attribute set.
+ */
+class Scope implements TelemetryScope {
+  private verifiedAt: number | undefined = undefined
+  private handlerSeconds: number | undefined = undefined
+  private ended = false
+
+  constructor(
+    private readonly shared: Shared,
+    private readonly operation: 'receive' | 'process',
+    private readonly span: Span,
+    private readonly started: number,
+  ) {}
+
+  verified(): void {
+    this.verifiedAt ??= now()
+  }
+
+  run<T>(fn: () => T): T {
+    const start = now()
+    let value: T
+    try {
+      value = context.with(trace.setSpan(context.active(), this.span), fn)
+    } catch (error) {
+      this.handlerSeconds = (now() - start) / 1000
+      throw error
+    }
+    const pending = value as unknown
+    if (pending !== null && typeof pending === 'object' && typeof (pending as Promise<unknown>).then === 'function') {
+      const finish = () => void (this.handlerSeconds = (now() - start) / 1000)
+      ;(pending as Promise<unknown>).then(finish, finish)
+    } else this.handlerSeconds = (now() - start) / 1000
+    return value
+  }
+
+  traceparent(): string | undefined {
+    return traceparentOf(this.span)
+  }
+
+  end(result: TelemetryResult): void {
+    if (this.ended) return
+    this.ended = true
+    const { span, operation } = this
+    const failed = isFailure(result)
+    const set = this.shared.setOf(operation, result, failed)
+    const attributes = set.attributes
+
+    // The span: the metric attribute set and the delivery's own (id, event type, attempts), set
+    // one by one (no merged copy); a name with the endpoint; an error status when it failed.
+    span.setAttributes(attributes)
+    if (result.id !== undefined) span.setAttribute(ATTR.messageId, result.id)
+    if (result.eventType !== undefined) span.setAttribute(ATTR.eventType, result.eventType)
+    if (result.attempts !== undefined) span.setAttribute(ATTR.attempts, result.attempts)
+    if (set.spanName !== undefined) span.updateName(set.spanName)
+    if (failed) span.setStatus({ code: SpanStatusCode.ERROR, message: result.code ?? result.outcome })
+    span.end()
+
+    const m = this.shared.meter()
+    // Counted here and handed to the SDK at its next collection; a set not kept, at once.
+    if (set.kept) set.unreported++
+    else m.deliveries.add(1, attributes)
+    if (this.verifiedAt !== undefined) m.verificationDuration.record((this.verifiedAt - this.started) / 1000, attributes)
+    if (this.handlerSeconds !== undefined) m.handlerDuration.record(this.handlerSeconds, attributes)
+  }
+}
+
 /**
  * Telemetry over OpenTelemetry, for the `telemetry` option of every entry,
  * `createWebhookReceiver` and `createInboxWorker`.
@@ -104,14 +205,17 @@ export function openTelemetry(options: OpenTelemetryOptions = {}): WebhookTeleme
   const tracer = (options.tracerProvider ?? trace.getTracerProvider()).getTracer(SCOPE_NAME)
   let instruments: Instruments | undefined
   const sources = new Set<{ component: 'receiver' | 'worker'; read: () => Promise<TelemetryGauges> | TelemetryGauges }>()
+  /** Attribute sets by operation, outcome, status, code and endpoint, with deliveries counted since the last collection. */
+  const sets = new Map<string, AttributeSet>()
 
   // Resolved at first use, so an SDK registered after the receiver was created is still found.
   function meter(): Instruments {
     if (instruments) return instruments
     const m = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(SCOPE_NAME)
+    const deliveries = m.createCounter('svc_webhooks.deliveries', { description: 'Deliveries by outcome, status and code, received or processed.', unit: '{delivery}' })
     instruments = {
       meter: m,
-      deliveries: m.createCounter('svc_webhooks.deliveries', { description: 'Deliveries by outcome, status and code, received or processed.', unit: '{delivery}' }),
+      deliveries,
       handlerDuration: m.createHistogram('svc_webhooks.handler.duration', {
         description: 'Time spent in a handler.',
         unit: 's',
@@ -131,6 +235,13 @@ export function openTelemetry(options: OpenTelemetryOptions = {}): WebhookTeleme
     const dead = gauge('svc_webhooks.inbox.dead', 'Deliveries in the dead-letter list.', '{delivery}')
     m.addBatchObservableCallback(
       async (result) => {
+        // The SDK calls this before it reads its counters: the deliveries counted since the last
+        // collection go in now, one add per attribute set (the SDK hashes a set on every call).
+        for (const set of sets.values()) {
+          if (set.unreported === 0) continue
+          deliveries.add(set.unreported, set.attributes)
+          set.unreported = 0
+        }
         await Promise.all(
           [...sources].map(async ({ component, read }) => {
             let figures: TelemetryGauges
@@ -155,65 +266,37 @@ export function openTelemetry(options: OpenTelemetryOptions = {}): WebhookTeleme
     return instruments
   }
 
-  function scope(operation: 'receive' | 'process', span: Span, started: number): TelemetryScope {
-    let verifiedAt: number | undefined
-    let handlerSeconds: number | undefined
-    let ended = false
-    return {
-      verified() {
-        verifiedAt ??= now()
-      },
-      run(fn) {
-        const start = now()
-        const finish = () => (handlerSeconds = (now() - start) / 1000)
-        let value: ReturnType<typeof fn>
-        try {
-          value = context.with(trace.setSpan(context.active(), span), fn)
-        } catch (error) {
-          finish()
-          throw error
-        }
-        const pending = value as unknown
-        if (pending !== null && typeof pending === 'object' && typeof (pending as Promise<unknown>).then === 'function') {
-          ;(pending as Promise<unknown>).then(finish, finish)
-        } else finish()
-        return value
-      },
-      traceparent: () => traceparentOf(span),
-      end(result: TelemetryResult) {
-        if (ended) return
-        ended = true
-        const attributes: Attributes = { [ATTR.operationType]: operation, [ATTR.outcome]: result.outcome }
-        if (result.status !== undefined) attributes[ATTR.status] = result.status
-        if (result.code !== undefined) attributes[ATTR.code] = result.code
-        if (result.endpoint !== undefined) attributes[ATTR.destination] = result.endpoint
-        const failed = result.status !== undefined ? result.status >= 300 : !['processed', 'ignored', 'duplicate'].includes(result.outcome)
-        if (failed) attributes[ATTR.errorType] = result.code ?? result.outcome
-
-        const spanAttributes: Attributes = { ...attributes }
-        if (result.id !== undefined) spanAttributes[ATTR.messageId] = result.id
-        if (result.eventType !== undefined) spanAttributes[ATTR.eventType] = result.eventType
-        if (result.attempts !== undefined) spanAttributes[ATTR.attempts] = result.attempts
-        span.setAttributes(spanAttributes)
-        if (result.endpoint !== undefined) span.updateName(`${operation} ${result.endpoint}`)
-        if (failed) span.setStatus({ code: SpanStatusCode.ERROR, message: result.code ?? result.outcome })
-        span.end()
-
-        const m = meter()
-        m.deliveries.add(1, attributes)
-        if (verifiedAt !== undefined) m.verificationDuration.record((verifiedAt - started) / 1000, attributes)
-        if (handlerSeconds !== undefined) m.handlerDuration.record(handlerSeconds, attributes)
-      },
-    }
+  function build(operation: 'receive' | 'process', result: TelemetryResult, failed: boolean): Attributes {
+    const attributes: Attributes = { [ATTR.operationType]: operation, [ATTR.outcome]: result.outcome }
+    if (result.status !== undefined) attributes[ATTR.status] = result.status
+    if (result.code !== undefined) attributes[ATTR.code] = result.code
+    if (result.endpoint !== undefined) attributes[ATTR.destination] = result.endpoint
+    if (failed) attributes[ATTR.errorType] = result.code ?? result.outcome
+    return attributes
   }
 
-  const base = { [ATTR.system]: SYSTEM }
+  const shared: Shared = {
+    meter,
+    setOf(operation, result, failed) {
+      // Only these fields make the set (`error.type` follows from them); no field but the
+      // endpoint's name can hold a line break, and it comes last.
+      const key = `${operation}\n${result.outcome}\n${result.status ?? ''}\n${result.code ?? ''}\n${result.endpoint ?? ''}`
+      const found = sets.get(key)
+      if (found) return found
+      const attributes = build(operation, result, failed)
+      const spanName = result.endpoint === undefined ? undefined : `${operation} ${result.endpoint}`
+      if (sets.size >= MAX_ATTRIBUTE_SETS) return { attributes, spanName, kept: false, unreported: 0 }
+      const set = { attributes: Object.freeze(attributes), spanName, kept: true, unreported: 0 }
+      sets.set(key, set)
+      return set
+    },
+  }
+
   return {
     receive() {
       // Started in the active context: under an HTTP server span from the Node or framework
       // instrumentation, the receive span is its child.
-      const span = tracer.startSpan('receive', { kind: SpanKind.CONSUMER, attributes: { ...base, [ATTR.operationType]: 'receive', [ATTR.operationName]: 'receive' } })
-      return scope('receive', span, now())
+      return new Scope(shared, 'receive', tracer.startSpan('receive', { kind: SpanKind.CONSUMER, attributes: RECEIVE_START }), now())
     },
     process(start: ProcessStart) {
       // A child of the receive span, across the inbox: the trace context travelled with the delivery.
@@ -222,7 +305,7 @@ export function openTelemetry(options: OpenTelemetryOptions = {}): WebhookTeleme
         {
           kind: SpanKind.CONSUMER,
           attributes: {
-            ...base,
+            [ATTR.system]: SYSTEM,
             [ATTR.operationType]: 'process',
             [ATTR.operationName]: 'process',
             [ATTR.messageId]: start.id,
@@ -231,7 +314,7 @@ export function openTelemetry(options: OpenTelemetryOptions = {}): WebhookTeleme
         },
         parentFrom(start.traceparent),
       )
-      return scope('process', span, now())
+      return new Scope(shared, 'process', span, now())
     },
     observe(component, read) {
       const source = { component, read }

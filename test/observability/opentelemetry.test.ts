@@ -155,6 +155,77 @@ describe('openTelemetry() on the receiver', () => {
     expect(streak.dataPoints.map((p) => p.value)).toEqual([1])
   })
 
+  it('deliveries counted between collections reach every reader, cumulative, with the same attribute sets', async () => {
+    const first = new TestReader()
+    const second = new TestReader()
+    const meterProvider = new MeterProvider({ readers: [first, second] })
+    const receiver = createWebhookReceiver({ secret: SECRET, log: false, on: { 'message.received': () => undefined }, telemetry: openTelemetry({ tracerProvider, meterProvider }) })
+    const send = async (secret: string) => {
+      const { signed: _s, ...req } = await request(secret)
+      return (await receiver.handle(req)).status
+    }
+    const counts = (resource: ResourceMetrics) =>
+      Object.fromEntries(metric(resource, 'svc_webhooks.deliveries')!.dataPoints.map((p) => [`${p.attributes['svc_webhooks.outcome']} ${p.attributes['http.response.status_code']} ${p.attributes['error.type'] ?? '-'}`, p.value]))
+    expect([await send(SECRET), await send(OTHER)]).toEqual([200, 401])
+    expect(counts(await collect(first))).toEqual({ 'processed 200 -': 1, 'refused 401 invalid_signature': 1 })
+    expect([await send(SECRET), await send(SECRET)]).toEqual([200, 200])
+    expect(counts(await collect(second))).toEqual({ 'processed 200 -': 3, 'refused 401 invalid_signature': 1 })
+    expect(counts(await collect(first))).toEqual({ 'processed 200 -': 3, 'refused 401 invalid_signature': 1 })
+    // Counts and histogram observations agree.
+    const verification = metric(await collect(second), 'svc_webhooks.verification.duration')!
+    expect(verification.dataPoints.reduce((n, p) => n + (p.value as { count: number }).count, 0)).toBe(4)
+  })
+
+  it('past the attribute sets it keeps (endpoints by the thousand), deliveries are still counted, each with its own set', async () => {
+    const reader = new TestReader()
+    const telemetry = openTelemetry({ tracerProvider, meterProvider: new MeterProvider({ readers: [reader] }) })
+    const endpoints = 1_050
+    for (let i = 0; i < endpoints; i++) {
+      const scope = telemetry.receive()
+      scope.verified()
+      scope.end({ outcome: 'processed', status: 200, endpoint: `tenant-${i}`, id: `evt_${i}` })
+    }
+    const last = telemetry.receive()
+    last.end({ outcome: 'processed', status: 200, endpoint: `tenant-${endpoints - 1}` })
+    const points = metric(await collect(reader), 'svc_webhooks.deliveries')!.dataPoints
+    expect(points).toHaveLength(endpoints)
+    expect(points.reduce((n, p) => n + (p.value as number), 0)).toBe(endpoints + 1)
+    expect(points.find((p) => p.attributes['messaging.destination.name'] === `tenant-${endpoints - 1}`)!.value).toBe(2)
+    expect(points.find((p) => p.attributes['messaging.destination.name'] === 'tenant-0')!.value).toBe(1)
+    const verification = metric(await collect(reader), 'svc_webhooks.verification.duration')!.dataPoints
+    expect(verification.reduce((n, p) => n + (p.value as { count: number }).count, 0)).toBe(endpoints) // the last scope was never verified
+    exporter.reset()
+  })
+
+  it('every delivery’s durations are recorded with their values, many deliveries to one attribute set', async () => {
+    const reader = new TestReader()
+    const telemetry = openTelemetry({ tracerProvider, meterProvider: new MeterProvider({ readers: [reader] }) })
+    const deliver = (n: number, handler: () => unknown) => {
+      for (let i = 0; i < n; i++) {
+        const scope = telemetry.receive()
+        scope.verified()
+        scope.run(handler)
+        scope.end({ outcome: 'processed', status: 200, endpoint: 'default', id: `evt_${i}` })
+      }
+    }
+    const handlers = (resource: ResourceMetrics) => metric(resource, 'svc_webhooks.handler.duration')!.dataPoints[0]!.value as { count: number; sum: number; max?: number }
+    deliver(150, () => undefined)
+    let resource = await collect(reader)
+    expect(metric(resource, 'svc_webhooks.deliveries')!.dataPoints.map((p) => p.value)).toEqual([150])
+    expect((metric(resource, 'svc_webhooks.verification.duration')!.dataPoints[0]!.value as { count: number }).count).toBe(150)
+    expect(handlers(resource).count).toBe(150)
+    // A handler that takes 20 ms: its duration is recorded as measured.
+    deliver(1, () => {
+      const until = performance.now() + 20
+      while (performance.now() < until);
+    })
+    resource = await collect(reader)
+    expect(handlers(resource).count).toBe(151)
+    expect(handlers(resource).max).toBeGreaterThanOrEqual(0.02)
+    expect(handlers(resource).max).toBeLessThan(1)
+    exporter.reset()
+  })
+
   it('inbox gauges: depth, oldest age, retrying and dead from the receiver’s inbox', async () => {
     const inbox = new MemoryInbox()
     const { receiver, reader } = setup({ inbox, on: undefined })
