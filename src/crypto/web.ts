@@ -71,24 +71,31 @@ export async function hmacHex(key: SecretKey, prefix: string, body: Uint8Array):
  * compared in constant time. One value (every delivery but a rotation's) goes to `verify`, whose
  * comparison is the platform's constant-time one (OpenSSL's and BoringSSL's `CRYPTO_memcmp`): no
  * digest handed back to JavaScript. Several are matched against one `sign`, each byte of each
- * compared whatever the first difference.
+ * compared whatever the first difference. Not an async function: WebCrypto's own promise is
+ * returned as is, not wrapped in another.
  */
-export async function hmacMatches(key: SecretKey, prefix: string, body: Uint8Array, signatures: readonly string[]): Promise<boolean> {
-  const cryptoKey = key.key ?? (await key.promise)
+export function hmacMatches(key: SecretKey, prefix: string, body: Uint8Array, signatures: readonly string[]): Promise<boolean> {
+  if (key.key !== undefined) return matchKey(key.key, prefix, body, signatures)
+  return key.promise.then((cryptoKey) => matchKey(cryptoKey, prefix, body, signatures))
+}
+
+function matchKey(key: CryptoKey, prefix: string, body: Uint8Array, signatures: readonly string[]): Promise<boolean> {
   if (signatures.length === 1) {
     const sent = signatures[0]!
     for (let i = 0; i < 32; i++) expected[i] = (hexDigit(sent.charCodeAt(2 * i)) << 4) | hexDigit(sent.charCodeAt(2 * i + 1))
-    return withSignedBytes(prefix, body, (data) => crypto.subtle.verify('HMAC', cryptoKey, expected, data))
+    return withSignedBytes(prefix, body, (data) => crypto.subtle.verify('HMAC', key, expected, data))
   }
-  const digest = new Uint8Array(await withSignedBytes(prefix, body, (data) => crypto.subtle.sign('HMAC', cryptoKey, data)))
-  let found = false
-  for (let j = 0; j < signatures.length; j++) {
-    const sent = signatures[j]!
-    let diff = 0
-    for (let i = 0; i < 32; i++) diff |= ((hexDigit(sent.charCodeAt(2 * i)) << 4) | hexDigit(sent.charCodeAt(2 * i + 1))) ^ digest[i]!
-    found ||= diff === 0
-  }
-  return found
+  return withSignedBytes(prefix, body, (data) => crypto.subtle.sign('HMAC', key, data)).then((signed) => {
+    const digest = new Uint8Array(signed)
+    let found = false
+    for (let j = 0; j < signatures.length; j++) {
+      const sent = signatures[j]!
+      let diff = 0
+      for (let i = 0; i < 32; i++) diff |= ((hexDigit(sent.charCodeAt(2 * i)) << 4) | hexDigit(sent.charCodeAt(2 * i + 1))) ^ digest[i]!
+      found ||= diff === 0
+    }
+    return found
+  })
 }
 
 /** The value of a lowercase hex digit's character code (the header checks let only those through). */
