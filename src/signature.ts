@@ -1,8 +1,9 @@
 /**
  * Signature matching (spec/service-api.md §6.2, DESIGN.md "Verification rules" 1-8): the HMAC
  * over the raw bytes under each configured secret, several `v2=` values, constant-time
- * comparison (in the crypto build, src/crypto/*), a secret source's second chance on a mismatch, and the event type from the signed
- * body. The order of the checks around it (src/verify.ts) comes first; this file only matches.
+ * comparison (by the crypto build, src/crypto/*), a secret source's second chance on a mismatch,
+ * and the event type from the signed body. The order of the checks around it (src/verify.ts)
+ * comes first; this file only matches.
  */
 import { decodeUtf8, hmacMatches } from '#crypto'
 import { isWebhookVerificationError, WebhookVerificationError } from './errors.js'

@@ -5,8 +5,8 @@
  * in one buffer, so the prefix and body are laid out in a buffer reused across calls: `sign`
  * copies its data before it returns its promise (the Web Cryptography API's sign() steps: "get a
  * copy of the bytes held by the data parameter"), so the buffer is free again, and zeroed, as
- * soon as the call returns. A fresh buffer per call cost a 64 KiB delivery about 40 % more than
- * the HMAC itself (allocation, zeroing, GC).
+ * soon as the call returns. A fresh buffer per call (allocated, zero-filled, collected) was most
+ * of what a 64 KiB delivery cost over a bare `verify` (docs/benchmarks.md).
  */
 
 /** A secret being imported; `key` is set once the import has settled, so later calls skip a wait. */
@@ -100,7 +100,7 @@ function matchKey(key: CryptoKey, prefix: string, body: Uint8Array, signatures: 
 
 /** The value of a lowercase hex digit's character code (the header checks let only those through). */
 function hexDigit(code: number): number {
-  // '0'-'9' are 0x30-0x39, 'a'-'f' 0x61-0x66: no branch on the secret-dependent comparison.
+  // '0'-'9' are 0x30-0x39 (low nibble 0-9), 'a'-'f' 0x61-0x66 (1-6, plus 9 from bit 6).
   return (code & 0xf) + 9 * (code >> 6)
 }
 
