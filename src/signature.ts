@@ -1,10 +1,11 @@
 /**
  * Signature matching (spec/service-api.md §6.2, DESIGN.md "Verification rules" 1-8): the HMAC
  * over the raw bytes under each configured secret, several `v2=` values, constant-time
- * comparison, a secret source's second chance on a mismatch, and the event type from the signed
- * body. The order of the checks around it (src/verify.ts) comes first; this file only matches.
+ * comparison (by the crypto build, src/crypto/*), a secret source's second chance on a mismatch,
+ * and the event type from the signed body. The order of the checks around it (src/verify.ts)
+ * comes first; this file only matches.
  */
-import { decodeUtf8, hmacHex } from '#crypto'
+import { decodeUtf8, hmacMatches } from '#crypto'
 import { isWebhookVerificationError, WebhookVerificationError } from './errors.js'
 import type { WebhookEvent } from './events.js'
 import type { SignedHeaders } from './headers.js'
@@ -62,9 +63,9 @@ export function matchSignature(
   const { keys } = secrets
   for (let i = 0; i < keys.length; i++) {
     // node:crypto answers at once; WebCrypto returns a promise, and the loop goes on in one.
-    const digest = hmacHex(keys[i]!, prefix, body)
-    if (typeof digest !== 'string') return matchSignatureAsync({ secrets, signed, prefix, body, parse }, i, digest)
-    if (matches(signed.signatures, digest)) return verified(signed, i, body, parse)
+    const matched = hmacMatches(keys[i]!, prefix, body, signed.signatures)
+    if (matched === true) return verified(signed, i, body, parse)
+    if (matched !== false) return matchSignatureAsync({ secrets, signed, prefix, body, parse }, i, matched)
   }
   throw invalidSignature(signed.version, secrets)
 }
@@ -106,27 +107,13 @@ async function matchFresh(mismatch: unknown, signed: SignedHeaders, body: Uint8A
 }
 
 /** The rest of the secrets loop when the HMAC is a promise (WebCrypto), from secret `index`. */
-async function matchSignatureAsync(state: Signed, index: number, pending: Promise<string>): Promise<VerifiedSignature> {
+async function matchSignatureAsync(state: Signed, index: number, pending: Promise<boolean>): Promise<VerifiedSignature> {
   const { secrets, prefix, body, signed } = state
   for (let i = index; i < secrets.keys.length; i++) {
-    const digest = i === index ? await pending : await hmacHex(secrets.keys[i]!, prefix, body)
-    if (matches(signed.signatures, digest)) return verified(signed, i, body, state.parse)
+    const matched = i === index ? await pending : await hmacMatches(secrets.keys[i]!, prefix, body, signed.signatures)
+    if (matched) return verified(signed, i, body, state.parse)
   }
   throw invalidSignature(signed.version, secrets)
-}
-
-/**
- * Whether a value sent equals the digest, in constant time: every one of the 64 characters is
- * compared whatever the first difference, and the result is read only at the end.
- */
-function matches(signatures: string[], digest: string): boolean {
-  for (let j = 0; j < signatures.length; j++) {
-    const sent = signatures[j]!
-    let diff = 0
-    for (let i = 0; i < 64; i++) diff |= sent.charCodeAt(i) ^ digest.charCodeAt(i)
-    if (diff === 0) return true
-  }
-  return false
 }
 
 /** The answer, built once: with the parsed event for `verifyWebhook`, without for `verifySignature`. */

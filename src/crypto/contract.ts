@@ -20,6 +20,11 @@ export interface CryptoBuild<Key> {
    * carry: synchronous on node:crypto, a promise on WebCrypto.
    */
   hmacHex(key: Key, prefix: string, body: Uint8Array): string | Promise<string>
+  /**
+   * Whether HMAC-SHA256(key, prefix || body) is one of `signatures` (64 lowercase hex digits each),
+   * each compared in constant time: synchronous on node:crypto, a promise on WebCrypto.
+   */
+  hmacMatches(key: Key, prefix: string, body: Uint8Array, signatures: readonly string[]): boolean | Promise<boolean>
   /** Strict UTF-8 decoding (a leading BOM dropped, invalid bytes throw). */
   decodeUtf8(bytes: Uint8Array): string
 }
@@ -31,4 +36,5 @@ export type CheckedWebBuild = Implements<typeof WebBuild, WebBuild.SecretKey>
 
 export declare const importSecret: CryptoBuild<SecretKey>['importSecret']
 export declare const hmacHex: CryptoBuild<SecretKey>['hmacHex']
+export declare const hmacMatches: CryptoBuild<SecretKey>['hmacMatches']
 export declare const decodeUtf8: CryptoBuild<SecretKey>['decodeUtf8']

@@ -79,6 +79,23 @@ export function hmacHex(key: SecretKey, prefix: string, body: Uint8Array): strin
   return oneShotHash('sha256', key.outer, 'hex')
 }
 
+/**
+ * Whether HMAC-SHA256(key, prefix || body) is one of `signatures` (64 lowercase hex digits each),
+ * compared in constant time: every one of the 64 characters is compared whatever the first
+ * difference, and the result is read only at the end.
+ */
+export function hmacMatches(key: SecretKey, prefix: string, body: Uint8Array, signatures: readonly string[]): boolean {
+  const digest = hmacHex(key, prefix, body)
+  let found = false
+  for (let j = 0; j < signatures.length; j++) {
+    const sent = signatures[j]!
+    let diff = 0
+    for (let i = 0; i < 64; i++) diff |= sent.charCodeAt(i) ^ digest.charCodeAt(i)
+    found ||= diff === 0
+  }
+  return found
+}
+
 /** The same HMAC through `createHmac`: two `update` calls, so the body is never copied. */
 export function hmacHexStreamed(key: SecretKey, prefix: string, body: Uint8Array): string {
   return nodeCrypto.createHmac('sha256', key.key).update(prefix, 'latin1').update(body).digest('hex')

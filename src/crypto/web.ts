@@ -1,8 +1,12 @@
 /**
  * Platform primitives through WebCrypto (`crypto.subtle`), for Cloudflare Workers
  * (workerd), the Next.js Edge runtime and browser-like runtimes: chosen by the `#crypto` import
- * condition in package.json. Keys are imported once per secret; WebCrypto needs the signed bytes
- * in one buffer, so the prefix and body are joined here (the one copy this path cannot avoid).
+ * condition in package.json. Keys are imported once per secret. WebCrypto needs the signed bytes
+ * in one buffer, so the prefix and body are laid out in a buffer reused across calls: `sign`
+ * copies its data before it returns its promise (the Web Cryptography API's sign() steps: "get a
+ * copy of the bytes held by the data parameter"), so the buffer is free again, and zeroed, as
+ * soon as the call returns. A fresh buffer per call (allocated, zero-filled, collected) was most
+ * of what a 64 KiB delivery cost over a bare `verify` (docs/benchmarks.md).
  */
 
 /** A secret being imported; `key` is set once the import has settled, so later calls skip a wait. */
@@ -17,7 +21,7 @@ const decoder = new TextDecoder('utf-8', { fatal: true })
 /** Imports a secret once; the result is cached by the caller for the life of the options. */
 export function importSecret(secret: string): SecretKey {
   const imported: SecretKey = {
-    promise: crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']),
+    promise: crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']),
   }
   imported.promise.then(
     (key) => {
@@ -28,23 +32,79 @@ export function importSecret(secret: string): SecretKey {
   return imported
 }
 
+/** The signed bytes of the call in progress: grown as needed, zeroed after each call. */
+let scratch: Uint8Array<ArrayBuffer> = new Uint8Array(1024)
+/** The signature of the call in progress, as bytes (copied by `verify` as the data is). */
+const expected = new Uint8Array(32)
+
+/**
+ * Runs `call` over prefix || body laid out in `scratch`, then zeroes it: the call has copied the
+ * bytes (or thrown), so the body does not stay behind here. `prefix` is ASCII (id, timestamp, dots).
+ */
+function withSignedBytes<T>(prefix: string, body: Uint8Array, call: (data: Uint8Array<ArrayBuffer>) => Promise<T>): Promise<T> {
+  const length = prefix.length + body.byteLength
+  if (scratch.byteLength < length) scratch = new Uint8Array(Math.max(length, scratch.byteLength * 2))
+  for (let i = 0; i < prefix.length; i++) scratch[i] = prefix.charCodeAt(i)
+  scratch.set(body, prefix.length)
+  const data = scratch.subarray(0, length)
+  try {
+    return call(data)
+  } finally {
+    data.fill(0)
+  }
+}
+
 /** Two lowercase hex digits per byte value. */
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'))
 
 /** HMAC-SHA256(key, prefix || body) as 64 lowercase hex digits. `prefix` is ASCII (id, timestamp, dots). */
 export async function hmacHex(key: SecretKey, prefix: string, body: Uint8Array): Promise<string> {
-  const data = new Uint8Array(prefix.length + body.byteLength)
-  for (let i = 0; i < prefix.length; i++) data[i] = prefix.charCodeAt(i)
-  data.set(body, prefix.length)
-  const digest = new Uint8Array(await crypto.subtle.sign('HMAC', key.key ?? (await key.promise), data))
+  const cryptoKey = key.key ?? (await key.promise)
+  const digest = new Uint8Array(await withSignedBytes(prefix, body, (data) => crypto.subtle.sign('HMAC', cryptoKey, data)))
   let hex = ''
   for (let i = 0; i < digest.byteLength; i++) hex += HEX[digest[i]!]
   return hex
+}
+
+/**
+ * Whether HMAC-SHA256(key, prefix || body) is one of `signatures` (64 lowercase hex digits each),
+ * compared in constant time. One value (every delivery but a rotation's) goes to `verify`, whose
+ * comparison is the platform's constant-time one (OpenSSL's and BoringSSL's `CRYPTO_memcmp`): no
+ * digest handed back to JavaScript. Several are matched against one `sign`, each byte of each
+ * compared whatever the first difference. Not an async function: WebCrypto's own promise is
+ * returned as is, not wrapped in another.
+ */
+export function hmacMatches(key: SecretKey, prefix: string, body: Uint8Array, signatures: readonly string[]): Promise<boolean> {
+  if (key.key !== undefined) return matchKey(key.key, prefix, body, signatures)
+  return key.promise.then((cryptoKey) => matchKey(cryptoKey, prefix, body, signatures))
+}
+
+function matchKey(key: CryptoKey, prefix: string, body: Uint8Array, signatures: readonly string[]): Promise<boolean> {
+  if (signatures.length === 1) {
+    const sent = signatures[0]!
+    for (let i = 0; i < 32; i++) expected[i] = (hexDigit(sent.charCodeAt(2 * i)) << 4) | hexDigit(sent.charCodeAt(2 * i + 1))
+    return withSignedBytes(prefix, body, (data) => crypto.subtle.verify('HMAC', key, expected, data))
+  }
+  return withSignedBytes(prefix, body, (data) => crypto.subtle.sign('HMAC', key, data)).then((signed) => {
+    const digest = new Uint8Array(signed)
+    let found = false
+    for (let j = 0; j < signatures.length; j++) {
+      const sent = signatures[j]!
+      let diff = 0
+      for (let i = 0; i < 32; i++) diff |= ((hexDigit(sent.charCodeAt(2 * i)) << 4) | hexDigit(sent.charCodeAt(2 * i + 1))) ^ digest[i]!
+      found ||= diff === 0
+    }
+    return found
+  })
+}
+
+/** The value of a lowercase hex digit's character code (the header checks let only those through). */
+function hexDigit(code: number): number {
+  // '0'-'9' are 0x30-0x39 (low nibble 0-9), 'a'-'f' 0x61-0x66 (1-6, plus 9 from bit 6).
+  return (code & 0xf) + 9 * (code >> 6)
 }
 
 /** Strict UTF-8 decoding (a leading BOM is dropped, an invalid sequence throws). */
 export function decodeUtf8(bytes: Uint8Array): string {
   return decoder.decode(bytes)
 }
-
-

@@ -103,6 +103,33 @@ describe('fetch: details of the Web-standard entry', () => {
     expect(res.status).toBe(413)
   })
 
+  it('a Request built in-process whose Content-Length lies -> 413, read no further than the limit', async () => {
+    // A decompressing middleware, say: the declared length is the compressed one. Over HTTP the
+    // server's parser stops the body at Content-Length; in process nothing does, and
+    // `arrayBuffer()` would buffer all of it.
+    const signed = await signWebhook({ secret: CASE_SECRET, event: sampleEvent('message.received') })
+    const chunk = new Uint8Array(16 * 1024).fill(0x20)
+    let pulled = 0
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (pulled > CASE_MAX_BODY_BYTES * 8) return controller.close() // bounded if the reader never stopped
+        pulled += chunk.byteLength
+        controller.enqueue(chunk)
+      },
+    })
+    const request = new Request('http://127.0.0.1/webhooks/svc', {
+      method: 'POST',
+      headers: { ...signed.headers, 'content-length': '100' },
+      body,
+      duplex: 'half',
+    } as RequestInit)
+    const res = await createFetchHandler(app.options)(request)
+    expect(res.status).toBe(413)
+    expect(await res.json()).toEqual({ ok: false, code: 'body_too_large' })
+    // The stream's queue may run a chunk or two ahead of the reader, no more.
+    expect(pulled).toBeLessThanOrEqual(CASE_MAX_BODY_BYTES + 3 * chunk.byteLength)
+  })
+
   it('non-ASCII bytes reach the handler exactly as sent', async () => {
     await ready
     let seen: Uint8Array | undefined

@@ -118,6 +118,7 @@ interface CryptoBuild {
   importSecret(secret: string): unknown
   hmacHex(key: unknown, prefix: string, body: Uint8Array): string | Promise<string>
   hmacHexStreamed?(key: unknown, prefix: string, body: Uint8Array): string
+  hmacMatches(key: unknown, prefix: string, body: Uint8Array, signatures: readonly string[]): boolean | Promise<boolean>
 }
 const build = async (name: string) => (await import(/* @vite-ignore */ new URL(`../../dist/crypto/${name}.js`, import.meta.url).href)) as CryptoBuild
 
@@ -135,5 +136,35 @@ describe.each([
       expect(await hmac(key, `${vector.signed.id}.${vector.signed.timestamp}.`, body)).toBe(vector.expected.v2)
       expect(await hmac(key, `${vector.signed.timestamp}.`, body)).toBe(vector.expected.v1)
     }
+  })
+})
+
+describe.each(['node', 'web'] as const)('dist/crypto/%s.js hmacMatches', (name) => {
+  it('matches every expected signature, among others, and nothing else', async () => {
+    const crypto = await build(name)
+    for (const vector of vectors) {
+      const key = crypto.importSecret(vector.signed.secret)
+      const body = bytes(vector.signed.bodyBase64)
+      const prefix = `${vector.signed.id}.${vector.signed.timestamp}.`
+      const v2 = vector.expected.v2
+      const other = vector.expected.v1
+      expect(await crypto.hmacMatches(key, prefix, body, [v2])).toBe(true)
+      expect(await crypto.hmacMatches(key, prefix, body, [other, v2])).toBe(true)
+      expect(await crypto.hmacMatches(key, prefix, body, [other])).toBe(false)
+      expect(await crypto.hmacMatches(key, prefix, body, [])).toBe(false)
+      // Each of the 64 digits counts: the first or the last one changed is a mismatch.
+      const flip = (digit: string) => (digit === '0' ? '1' : '0')
+      expect(await crypto.hmacMatches(key, prefix, body, [`${flip(v2[0]!)}${v2.slice(1)}`])).toBe(false)
+      expect(await crypto.hmacMatches(key, prefix, body, [`${v2.slice(0, 63)}${flip(v2[63]!)}`])).toBe(false)
+    }
+  })
+
+  it('gives each of several calls in flight its own bytes', async () => {
+    const crypto = await build(name)
+    const pending = vectors.map((vector) => {
+      const key = crypto.importSecret(vector.signed.secret)
+      return crypto.hmacMatches(key, `${vector.signed.id}.${vector.signed.timestamp}.`, bytes(vector.signed.bodyBase64), [vector.expected.v2])
+    })
+    expect(await Promise.all(pending)).toEqual(vectors.map(() => true))
   })
 })
