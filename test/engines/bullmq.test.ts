@@ -17,7 +17,7 @@ import { createInterface } from 'node:readline'
 import { Queue, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { createWebhookReceiver, isInboxError, type InboxWorkerResult, type VerifiedDelivery } from 'svc-webhooks'
+import { createWebhookReceiver, isInboxError, type InboxDelivery, type InboxWorkerResult, type VerifiedDelivery } from 'svc-webhooks'
 import { BullMQInbox, bullmqJobId, createBullMQProcessor, type DeliveryJobData } from 'svc-webhooks/bullmq'
 import { createNodeHandler } from 'svc-webhooks/node'
 import { RedisStore } from 'svc-webhooks/redis'
@@ -64,13 +64,12 @@ describeWithRedis('svc-webhooks/bullmq', () => {
     await server?.stop()
   })
 
-  describeProducerContract('BullMQInbox', async () => {
-    const queue = freshQueue()
+  /** The contract's view of a queue's jobs: a stored body, and completing a delivery's job. */
+  function jobsOf(queue: Queue) {
     return {
-      inbox: new BullMQInbox({ queue }),
-      storedBody: async (d) => Buffer.from(((await queue.getJob(bullmqJobId(d.keys[0]!)))!.data as DeliveryJobData).body, 'base64'),
+      storedBody: async (d: InboxDelivery) => Buffer.from(((await queue.getJob(bullmqJobId(d.keys[0]!)))!.data as DeliveryJobData).body, 'base64'),
       // As a Worker does: take the next job under a lock token, complete it; until it is this delivery's.
-      async complete(d) {
+      async complete(d: InboxDelivery) {
         const taker = new Worker(queue.name, null, { connection: { url: server.url } })
         try {
           for (let i = 0; i < 100; i++) {
@@ -83,6 +82,14 @@ describeWithRedis('svc-webhooks/bullmq', () => {
           await taker.close()
         }
       },
+    }
+  }
+
+  describeProducerContract('BullMQInbox', async () => {
+    const queue = freshQueue()
+    return {
+      inbox: new BullMQInbox({ queue }),
+      ...jobsOf(queue),
     }
   })
 
@@ -93,20 +100,7 @@ describeWithRedis('svc-webhooks/bullmq', () => {
     const plain = { name: queue.name, add: queue.add.bind(queue), getJob: queue.getJob.bind(queue), backend: { getJobData: (id: string) => queue.backend.getJobData(id) } }
     return {
       inbox: new BullMQInbox({ queue: plain }),
-      storedBody: async (d) => Buffer.from(((await queue.getJob(bullmqJobId(d.keys[0]!)))!.data as DeliveryJobData).body, 'base64'),
-      async complete(d) {
-        const taker = new Worker(queue.name, null, { connection: { url: server.url } })
-        try {
-          for (let i = 0; i < 100; i++) {
-            const job = await taker.getNextJob('contract-token')
-            if (!job) throw new Error(`no job for ${d.id} to complete`)
-            await job.moveToCompleted('done', 'contract-token', false)
-            if (job.id === bullmqJobId(d.keys[0]!)) return
-          }
-        } finally {
-          await taker.close()
-        }
-      },
+      ...jobsOf(queue),
     }
   })
 
@@ -116,20 +110,7 @@ describeWithRedis('svc-webhooks/bullmq', () => {
     closing.push(() => queue.close())
     return {
       inbox: new BullMQInbox({ queue }),
-      storedBody: async (d) => Buffer.from(((await queue.getJob(bullmqJobId(d.keys[0]!)))!.data as DeliveryJobData).body, 'base64'),
-      async complete(d) {
-        const taker = new Worker(queue.name, null, { connection: { url: server.url } })
-        try {
-          for (let i = 0; i < 100; i++) {
-            const job = await taker.getNextJob('contract-token')
-            if (!job) throw new Error(`no job for ${d.id} to complete`)
-            await job.moveToCompleted('done', 'contract-token', false)
-            if (job.id === bullmqJobId(d.keys[0]!)) return
-          }
-        } finally {
-          await taker.close()
-        }
-      },
+      ...jobsOf(queue),
     }
   })
 
