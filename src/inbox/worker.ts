@@ -10,8 +10,9 @@
  * - a delivery handed out more than `maxStalledCount` times with no result is buried (BullMQ's
  *   stalled-job checker): one that takes its process down costs at most `maxStalledCount + 1`
  *   crashes. A delivery that was in a process when it crashed (a suspect) runs alone afterwards,
- *   and the worker takes one delivery at a time at start and while suspects come, so a crash
- *   names its culprit rather than burying its neighbours with it;
+ *   the worker takes one delivery at a time at start and while suspects come, and it never holds
+ *   a taken delivery unstarted while a suspect runs (what it cannot start is given back), so a
+ *   crash names its culprit rather than burying its neighbours with it;
  * - `handlerTimeoutMs` bounds a handler (pg-boss's `expireIn`);
  * - `stop()` hands back what it took but did not start and waits for what it started;
  * - lines go to `log`, as the receiver's do (DESIGN.md "Visible by default").
@@ -366,11 +367,17 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
     })
   }
 
+  /** A suspect still allowed to run: it runs alone (one past `maxStalledCount` is buried unrun). */
+  const runsAlone = (entry: InboxEntry): boolean => {
+    const stalled = stalledTakes(entry)
+    return stalled > 0 && stalled <= maxStalledCount
+  }
+
   function begin(entry: InboxEntry, takenAt: number): void {
     const lease = new Lease(entry, inbox, settings.visibilityTimeoutMs, now, takenAt)
     leases.add(lease)
     const stalled = stalledTakes(entry)
-    const solo = stalled > 0 && stalled <= maxStalledCount
+    const solo = runsAlone(entry)
     const acks = {
       complete: () => lease.ack(() => inbox.complete(entry)),
       retry: (delayMs: number, error: string) => lease.ack(() => inbox.retry(entry, delayMs, error)),
@@ -414,6 +421,29 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
     } catch {
       await inbox.retry(entry, 0, entry.lastError ?? 'handed back unrun: the worker stopped').catch(() => false)
     }
+  }
+
+  /**
+   * Gives a taken suspect back unrun because it cannot run at once (it runs alone): as a retry due
+   * now, which counts an attempt (keeping the last error) rather than a stall on every engine. A
+   * delivery held unstarted while a suspect runs would be charged a stall each time that suspect
+   * takes the process down, and buried after `maxStalledCount` crashes that were not its own.
+   */
+  async function giveBack(entry: InboxEntry): Promise<void> {
+    await inbox.retry(entry, 0, entry.lastError ?? 'handed back unrun: deliveries suspected of a crash run one at a time').catch(inboxError)
+  }
+
+  /**
+   * What of a take runs now, the rest to give back: a batch without a suspect runs whole; one with
+   * suspects runs its other deliveries, or, with none and nothing else running, one suspect alone.
+   * So no delivery waits taken behind a suspect, nor a suspect behind the others: a crash is
+   * charged only to what was running when it came.
+   */
+  function split(entries: InboxEntry[]): { start: InboxEntry[]; back: InboxEntry[] } {
+    if (!entries.some(runsAlone)) return { start: entries, back: [] }
+    const others = entries.filter((entry) => !runsAlone(entry))
+    const start = others.length > 0 ? others : active.size === 0 ? entries.slice(0, 1) : []
+    return { start, back: entries.filter((entry) => !start.includes(entry)) }
   }
 
   async function run(): Promise<void> {
@@ -460,7 +490,9 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
         break
       }
       if (entries.length > 0) cautious = entries.some((entry) => stalledTakes(entry) > 0)
-      for (const entry of entries) begin(entry, askedAt)
+      const { start, back } = split(entries)
+      for (const entry of start) begin(entry, askedAt)
+      if (back.length > 0) await Promise.all(back.map(giveBack))
       if (entries.length === 0) await pause(settings.pollIntervalMs)
       // An inbox that answers without I/O (in memory) must not starve timers and sockets.
       else await yieldToEventLoop()
