@@ -11,8 +11,8 @@
  *   stalled-job checker): one that takes its process down costs at most `maxStalledCount + 1`
  *   crashes. A delivery that was in a process when it crashed (a suspect) runs alone afterwards,
  *   the worker takes one delivery at a time at start and while suspects come, and it never holds
- *   a taken delivery unstarted while a suspect runs (what it cannot start is given back), so a
- *   crash names its culprit rather than burying its neighbours with it;
+ *   a taken delivery unstarted while a suspect runs (a take's suspects after the first are given
+ *   back), so a crash names its culprit rather than burying its neighbours with it;
  * - `handlerTimeoutMs` bounds a handler (pg-boss's `expireIn`);
  * - `stop()` hands back what it took but did not start and waits for what it started;
  * - lines go to `log`, as the receiver's do (DESIGN.md "Visible by default").
@@ -424,26 +424,25 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
   }
 
   /**
-   * Gives a taken suspect back unrun because it cannot run at once (it runs alone): as a retry due
-   * now, which counts an attempt (keeping the last error) rather than a stall on every engine. A
-   * delivery held unstarted while a suspect runs would be charged a stall each time that suspect
-   * takes the process down, and buried after `maxStalledCount` crashes that were not its own.
+   * Gives a taken suspect back unrun, due again at once, because another suspect of the same take
+   * runs first: as a retry, which counts an attempt (keeping the last error) rather than a stall
+   * on every engine. Held until its turn, it would be charged a stall each time the suspect before
+   * it takes the process down, and buried after `maxStalledCount` crashes that were not its own.
    */
   async function giveBack(entry: InboxEntry): Promise<void> {
     await inbox.retry(entry, 0, entry.lastError ?? 'handed back unrun: deliveries suspected of a crash run one at a time').catch(inboxError)
   }
 
   /**
-   * What of a take runs now, the rest to give back: a batch without a suspect runs whole; one with
-   * suspects runs its other deliveries, or, with none and nothing else running, one suspect alone.
-   * So no delivery waits taken behind a suspect, nor a suspect behind the others: a crash is
-   * charged only to what was running when it came.
+   * What of a take starts, and what is given back: every delivery but the suspects after the first.
+   * The others run together at once, the one suspect alone after them (the take loop takes nothing
+   * more meanwhile), so no delivery waits taken while a suspect runs: a crash then is charged to
+   * what was running, not to what waited its turn behind the culprit.
    */
   function split(entries: InboxEntry[]): { start: InboxEntry[]; back: InboxEntry[] } {
-    if (!entries.some(runsAlone)) return { start: entries, back: [] }
-    const others = entries.filter((entry) => !runsAlone(entry))
-    const start = others.length > 0 ? others : active.size === 0 ? entries.slice(0, 1) : []
-    return { start, back: entries.filter((entry) => !start.includes(entry)) }
+    const suspects = entries.filter(runsAlone)
+    if (suspects.length === 0) return { start: entries, back: [] }
+    return { start: [...entries.filter((entry) => !runsAlone(entry)), suspects[0]!], back: suspects.slice(1) }
   }
 
   async function run(): Promise<void> {
