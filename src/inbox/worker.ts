@@ -134,7 +134,7 @@ export interface InboxWorker {
   start(): void
   /**
    * Stops taking deliveries: what a take in flight brings back, and what was taken but still
-   * waits its turn (behind a suspect that runs alone), is handed back unrun (its lease ended at
+   * waits its turn (a suspect waiting to run alone), is handed back unrun (its lease ended at
    * once, so another worker takes it now), and the handlers already started are waited
    * for, at most `timeoutMs`. Past that their `delivery.signal` is aborted and `stop()` resolves;
    * their deliveries are taken over once their leases expire.
@@ -524,7 +524,7 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
       running = false
       watching?.stop()
       wake?.()
-      // Entries waiting behind a suspect (or a full gate) are handed back now, not after it ends.
+      // A suspect waiting to run alone is handed back now, not after the handlers before it end.
       gate.turnAway()
       let timer: ReturnType<typeof setTimeout> | undefined
       let timedOut = false
