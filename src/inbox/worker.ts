@@ -10,8 +10,9 @@
  * - a delivery handed out more than `maxStalledCount` times with no result is buried (BullMQ's
  *   stalled-job checker): one that takes its process down costs at most `maxStalledCount + 1`
  *   crashes. A delivery that was in a process when it crashed (a suspect) runs alone afterwards,
- *   and the worker takes one delivery at a time at start and while suspects come, so a crash
- *   names its culprit rather than burying its neighbours with it;
+ *   the worker takes one delivery at a time at start and while suspects come, and it never holds
+ *   a taken delivery unstarted while a suspect runs (a take's suspects after the first are given
+ *   back), so a crash names its culprit rather than burying its neighbours with it;
  * - `handlerTimeoutMs` bounds a handler (pg-boss's `expireIn`);
  * - `stop()` hands back what it took but did not start and waits for what it started;
  * - lines go to `log`, as the receiver's do (DESIGN.md "Visible by default").
@@ -134,7 +135,7 @@ export interface InboxWorker {
   start(): void
   /**
    * Stops taking deliveries: what a take in flight brings back, and what was taken but still
-   * waits its turn (behind a suspect that runs alone), is handed back unrun (its lease ended at
+   * waits its turn (a suspect waiting to run alone), is handed back unrun (its lease ended at
    * once, so another worker takes it now), and the handlers already started are waited
    * for, at most `timeoutMs`. Past that their `delivery.signal` is aborted and `stop()` resolves;
    * their deliveries are taken over once their leases expire.
@@ -361,11 +362,17 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
     })
   }
 
+  /** A suspect still allowed to run: it runs alone (one past `maxStalledCount` is buried unrun). */
+  const runsAlone = (entry: InboxEntry): boolean => {
+    const stalled = stalledTakes(entry)
+    return stalled > 0 && stalled <= maxStalledCount
+  }
+
   function begin(entry: InboxEntry, takenAt: number): void {
     const lease = new Lease(entry, inbox, settings.visibilityTimeoutMs, now, takenAt)
     leases.add(lease)
     const stalled = stalledTakes(entry)
-    const solo = stalled > 0 && stalled <= maxStalledCount
+    const solo = runsAlone(entry)
     const acks = {
       complete: () => lease.ack(() => inbox.complete(entry)),
       retry: (delayMs: number, error: string) => lease.ack(() => inbox.retry(entry, delayMs, error)),
@@ -409,6 +416,28 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
     } catch {
       await inbox.retry(entry, 0, entry.lastError ?? 'handed back unrun: the worker stopped').catch(() => false)
     }
+  }
+
+  /**
+   * Gives a taken suspect back unrun, due again at once, because another suspect of the same take
+   * runs first: as a retry, which counts an attempt (keeping the last error) rather than a stall
+   * on every engine. Held until its turn, it would be charged a stall each time the suspect before
+   * it takes the process down, and buried after `maxStalledCount` crashes that were not its own.
+   */
+  async function giveBack(entry: InboxEntry): Promise<void> {
+    await inbox.retry(entry, 0, entry.lastError ?? 'handed back unrun: deliveries suspected of a crash run one at a time').catch(inboxError)
+  }
+
+  /**
+   * What of a take starts, and what is given back: every delivery but the suspects after the first.
+   * The others run together at once, the one suspect alone after them (the take loop takes nothing
+   * more meanwhile), so no delivery waits taken while a suspect runs: a crash then is charged to
+   * what was running, not to what waited its turn behind the culprit.
+   */
+  function split(entries: InboxEntry[]): { start: InboxEntry[]; back: InboxEntry[] } {
+    const suspects = entries.filter(runsAlone)
+    if (suspects.length === 0) return { start: entries, back: [] }
+    return { start: [...entries.filter((entry) => !runsAlone(entry)), suspects[0]!], back: suspects.slice(1) }
   }
 
   async function run(): Promise<void> {
@@ -455,7 +484,9 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
         break
       }
       if (entries.length > 0) cautious = entries.some((entry) => stalledTakes(entry) > 0)
-      for (const entry of entries) begin(entry, askedAt)
+      const { start, back } = split(entries)
+      for (const entry of start) begin(entry, askedAt)
+      if (back.length > 0) await Promise.all(back.map(giveBack))
       if (entries.length === 0) await pause(settings.pollIntervalMs)
       // An inbox that answers without I/O (in memory) must not starve timers and sockets.
       else await yieldToEventLoop()
@@ -488,7 +519,7 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
       running = false
       watching?.stop()
       wake?.()
-      // Entries waiting behind a suspect (or a full gate) are handed back now, not after it ends.
+      // A suspect waiting to run alone is handed back now, not after the handlers before it end.
       gate.turnAway()
       let timer: ReturnType<typeof setTimeout> | undefined
       let timedOut = false

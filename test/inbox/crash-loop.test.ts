@@ -27,14 +27,18 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
  * Runs worker processes over `inbox` one after the other, each until it crashes or the inbox is
  * empty (at most `maxRuns`). The workers reach `inbox` over IPC, or the same engine at `url`.
  */
-async function superviseCrashLoop(inbox: WebhookInbox, { maxRuns = 10, maxStalledCount = 3, engine = 'ipc', url = '' } = {}) {
+async function superviseCrashLoop(
+  inbox: WebhookInbox,
+  { maxRuns = 10, maxStalledCount = 3, engine = 'ipc', url = '', visibilityMs = 300, beforeRun = async (_run: number) => {} } = {},
+) {
   const ran: string[] = []
   let crashes = 0
   for (let run = 0; run < maxRuns; run++) {
+    await beforeRun(run)
     const child = fork(join(here, 'support/crash-worker.mjs'), [], {
       serialization: 'advanced', // the bodies (Uint8Array) cross as they are
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-      env: { ...process.env, CRASH_ENGINE: engine, CRASH_URL: url, CRASH_VISIBILITY_MS: '300', CRASH_MAX_STALLED: String(maxStalledCount) },
+      env: { ...process.env, CRASH_ENGINE: engine, CRASH_URL: url, CRASH_VISIBILITY_MS: String(visibilityMs), CRASH_MAX_STALLED: String(maxStalledCount) },
     })
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
     child.on('message', async (message: { n?: number; op?: keyof WebhookInbox; args?: unknown[]; ran?: string }) => {
@@ -86,12 +90,47 @@ async function poisonCrashLoop(inbox: WebhookInbox, engine: { engine?: string; u
   for (const d of others) expect(ran).toContain(d.id)
 }
 
+/**
+ * The poison in one batch with healthy deliveries, every time: each process first takes a
+ * delivery alone (its cautious start), then what is due together. The healthy ones were running
+ * beside the poison when it first crashed, so they are suspects too; from then on none may wait
+ * taken, unstarted, while the poison runs alone, or each crash would count against it as well and
+ * bury it after `maxStalledCount` crashes that were not its own. The leases outlast a process's
+ * start, so the suspects come back in one batch.
+ */
+async function poisonInBatches(inbox: WebhookInbox) {
+  const poison = textDelivery('poison')
+  const others = Array.from({ length: 5 }, (_, i) => textDelivery(`healthy ${i}`))
+  const { ran, crashes } = await superviseCrashLoop(inbox, {
+    maxStalledCount: 3,
+    visibilityMs: 1500,
+    async beforeRun(run) {
+      // Taken alone at the start of each process: what comes after is taken in batches.
+      await inbox.append(textDelivery(`first of run ${run}`))
+      if (run > 0) return
+      await inbox.append(poison)
+      for (const d of others) await inbox.append(d)
+    },
+  })
+
+  expect(crashes).toBeGreaterThanOrEqual(1)
+  expect(crashes).toBeLessThanOrEqual(3 + 1)
+  const dead = await inbox.dead()
+  expect(dead.map((d) => d.id)).toEqual([poison.id])
+  expect(await inbox.stats()).toMatchObject({ depth: 0, dead: 1 })
+  for (const d of others) expect(ran).toContain(d.id)
+}
+
 const TITLE = 'costs at most maxStalledCount + 1 crashes, is dead-lettered with the reason, and the others are processed'
 const engineTitle = (name: string) => `${TITLE} (${name})`
 
 describe('a poison delivery that crashes its worker process', () => {
   it(`${TITLE} (MemoryInbox over IPC)`, { timeout: 60_000 }, async () => {
     await poisonCrashLoop(new MemoryInbox())
+  })
+
+  it('taken in one batch with healthy deliveries, buries only itself: none waits taken while it runs alone (MemoryInbox over IPC)', { timeout: 90_000 }, async () => {
+    await poisonInBatches(new MemoryInbox())
   })
 })
 

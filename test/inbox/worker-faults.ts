@@ -317,14 +317,14 @@ export function describeWorkerFaults(name: string, fresh: FaultInboxFactory): vo
       expect(again.map((e) => e.id)).toEqual([d.id])
     })
 
-    it('stop() while a handler runs: deliveries taken but waiting behind a suspect are handed back unrun, never started', async () => {
-      const inbox = await fresh()
+    /** A worker running `first` (held until `finishFirst`) whose next take waits for `releaseTakes`. */
+    async function busyWorker(inbox: WebhookInbox) {
       const first = textDelivery('first')
       await inbox.append(first)
       let releaseTakes!: () => void
       const takesReleased = new Promise<void>((resolve) => (releaseTakes = resolve))
       let takes = 0
-      // The worker's first take brings the first delivery alone; its next waits until the suspect is set up.
+      // The worker's first take brings the first delivery alone; its next waits until the suspects are set up.
       const held = wrap(inbox, {
         take: async (max, ms) => {
           if (++takes > 1) await takesReleased
@@ -336,24 +336,53 @@ export function describeWorkerFaults(name: string, fresh: FaultInboxFactory): vo
       const { worker, runs } = testWorker(held, (text) => (text === 'first' ? firstFinishes : undefined))
       worker.start()
       await until(() => runs.length === 1)
-      // A suspect: handed out once before, its lease lapsed with no result, so it runs alone.
-      const suspect = textDelivery('suspect')
-      await inbox.append(suspect)
-      expect((await inbox.take(1, 1)).map((e) => e.id)).toEqual([suspect.id])
+      return { first, worker, runs, releaseTakes, finishFirst }
+    }
+
+    /** Suspects: each handed out once before, its lease lapsed with no result, so it runs alone. */
+    async function appendSuspects(inbox: WebhookInbox, ...texts: string[]): Promise<InboxDelivery[]> {
+      const suspects = texts.map((text) => textDelivery(text))
+      for (const suspect of suspects) await inbox.append(suspect)
+      expect((await inbox.take(texts.length, 1)).map((e) => e.id)).toEqual(suspects.map((d) => d.id))
       await sleep(20)
+      return suspects
+    }
+
+    it('stop() while a handler runs: a suspect taken but waiting for it to end is handed back unrun, never started', async () => {
+      const inbox = await fresh()
+      const { first, worker, runs, releaseTakes, finishFirst } = await busyWorker(inbox)
+      const [suspect] = await appendSuspects(inbox, 'suspect')
       const healthy = textDelivery('healthy')
       await inbox.append(healthy)
       releaseTakes()
-      // Both taken: they wait for the first handler to end, the suspect alone and the healthy one behind it.
-      await until(() => worker.active === 3)
+      // Both taken: the healthy one runs beside the first, the suspect waits to run alone.
+      await until(() => runs.includes(healthy.id) && worker.active === 2)
       const stopped = worker.stop()
       finishFirst()
       await stopped
       await sleep(100)
-      expect(runs).toEqual([first.id])
-      // Handed back: due now, not after their 60 s leases.
+      expect(runs.sort()).toEqual([first.id, healthy.id].sort())
+      // Handed back: due now, not after its 60 s lease.
       const again = await inbox.take(10, 1000)
-      expect(again.map((e) => e.id).sort()).toEqual([suspect.id, healthy.id].sort())
+      expect(again.map((e) => e.id)).toEqual([suspect!.id])
+    })
+
+    it('two suspects in one take: the second is given back at once, as an attempt and not a stall, never held while the first runs', async () => {
+      const inbox = await fresh()
+      const { first, worker, runs, releaseTakes, finishFirst } = await busyWorker(inbox)
+      const [one, two] = await appendSuspects(inbox, 'suspect one', 'suspect two')
+      releaseTakes()
+      await until(async () => (await inbox.stats()).retrying === 1)
+      // Due now for any worker, still one stall (the give-back counted an attempt); the first
+      // suspect waits to run alone.
+      const again = await inbox.take(10, 1000)
+      expect(again.map((e) => e.id)).toEqual([two!.id])
+      expect(again[0]).toMatchObject({ attempts: 1, takes: 3 })
+      expect(await inbox.retry(again[0]!, 0, 'given back by the test')).toBe(true)
+      finishFirst()
+      await until(() => runs.length === 3)
+      await worker.stop()
+      expect(runs).toEqual([first.id, one!.id, two!.id])
     })
 
     it('stop() resolves only once the handlers it started have finished', async () => {

@@ -11,6 +11,7 @@
 // SOAK_HANG_RATE (share of handler runs that never settle, ignoring their signal, before their
 // write), SOAK_HANDLER_TIMEOUT_MS, SOAK_MAX_STALLED.
 // Prints "READY" once taking deliveries; "STATS <json>" after a graceful stop on SIGTERM.
+import { appendFileSync } from 'node:fs'
 import { createInboxWorker } from 'svc-webhooks'
 import { postgresEffects, redisEffects } from './effects.mjs'
 import { connectPostgres, connectRedis, openInbox } from './engines.mjs'
@@ -24,6 +25,28 @@ const poisonIndex = Number(env.SOAK_POISON_INDEX ?? '-1')
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 const { inbox, close } = await openInbox({ engine, url: env.SOAK_INBOX_URL, client: env.SOAK_CLIENT })
+// SOAK_TRACE=<file>: one line per take, handler start and ack, with ids and this pid, written
+// synchronously so a SIGKILL or a crash loses none (off by default).
+const trace = env.SOAK_TRACE ? (line) => appendFileSync(env.SOAK_TRACE, `${Date.now()} ${process.pid} ${line}\n`) : undefined
+if (trace) {
+  const take = inbox.take.bind(inbox)
+  inbox.take = async (max, visibilityMs) => {
+    const entries = await take(max, visibilityMs)
+    if (entries.length > 0) trace(`take max=${max} ${entries.map((e) => `${e.id}:t${e.takes}a${e.attempts}`).join(' ')}`)
+    return entries
+  }
+  for (const name of ['complete', 'retry', 'bury', 'extend']) {
+    const call = inbox[name].bind(inbox)
+    inbox[name] = async (entry, ...rest) => {
+      const answer = await call(entry, ...rest).catch((error) => {
+        trace(`${name} ${entry.id} ${name === 'extend' ? rest[0] : ''} threw ${error?.name}`)
+        throw error
+      })
+      if (name !== 'extend' || answer !== true || rest[0] === 0) trace(`${name} ${entry.id} ${name === 'extend' ? rest[0] : ''} -> ${answer}`)
+      return answer
+    }
+  }
+}
 const guard = env.SOAK_GUARD !== '0'
 const effects =
   engine === 'postgres'
@@ -46,6 +69,7 @@ const worker = createInboxWorker({
   log: false,
   on: {
     'message.received': async (event, delivery) => {
+      trace?.(`run ${delivery.id}${deliveryIndex(event) === poisonIndex ? ' POISON' : ''}`)
       if (deliveryIndex(event) === poisonIndex) {
         setTimeout(() => {
           throw new Error('poison: an uncaught throw in a callback')
