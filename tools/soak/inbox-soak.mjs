@@ -108,7 +108,6 @@ async function persist(step) {
  *   rerunOther: string[],
  *   unknown: string[],
  *   answered2xxButNotProcessed: string[],
- *   otherDead: { id: string, attempts: number, takes: number | undefined, lastError: string, applied: boolean }[],
  *   drained: boolean,
  *   drainMs: number,
  *   inboxAtEnd: import('svc-webhooks').InboxStats | { error: string },
