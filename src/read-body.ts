@@ -181,10 +181,7 @@ function sweep(): void {
 /**
  * Reads a Fetch `Request` body up to `maxBodyBytes` within `timeoutMs`, cancelling the stream once
  * it is over either. The declared Content-Length is only used to refuse early: a `Request` built
- * in-process (a proxy, a wrapper, a decompressing middleware) may declare anything, and
- * `arrayBuffer()` would then buffer all of it, so the bytes are counted as they arrive. The
- * deadline is the shared sweep's, not a timer per request: on Deno a `setTimeout` and its
- * `clearTimeout` cost more than reading a small body.
+ * in-process (a proxy, a wrapper) may declare anything, so the bytes are counted as they arrive.
  *
  * @example
  * const body = await readRequestBody(request, 1024 * 1024)
@@ -195,15 +192,10 @@ export async function readRequestBody(request: Request, maxBodyBytes: number, ti
   const reader = request.body.getReader()
   let timedOut = false
   // Cancelling makes the pending read() resolve as done: no race of promises per chunk.
-  const read: PendingRead = {
-    deadline: Date.now() + timeoutMs,
-    expire: () => {
-      timedOut = true
-      pending.delete(read)
-      reader.cancel().catch(() => undefined)
-    },
-  }
-  watch(read)
+  const timer = setTimeout(() => {
+    timedOut = true
+    reader.cancel().catch(() => undefined)
+  }, timeoutMs)
   const chunks: Uint8Array[] = []
   let total = 0
   try {
@@ -221,7 +213,7 @@ export async function readRequestBody(request: Request, maxBodyBytes: number, ti
       chunks.push(value)
     }
   } finally {
-    pending.delete(read)
+    clearTimeout(timer)
   }
   return join(chunks, total)
 }
