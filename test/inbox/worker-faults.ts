@@ -339,13 +339,18 @@ export function describeWorkerFaults(name: string, fresh: FaultInboxFactory): vo
       return { first, worker, runs, releaseTakes, finishFirst }
     }
 
-    /** Suspects: each handed out once before, its lease lapsed with no result, so it runs alone. */
+    /**
+     * Suspects: each handed out once before, its lease lapsed with no result, so it runs alone.
+     * In the order the inbox hands them out (deliveries appended within one millisecond may come
+     * in another order than appended, e.g. by id on Redis).
+     */
     async function appendSuspects(inbox: WebhookInbox, ...texts: string[]): Promise<InboxDelivery[]> {
       const suspects = texts.map((text) => textDelivery(text))
       for (const suspect of suspects) await inbox.append(suspect)
-      expect((await inbox.take(texts.length, 1)).map((e) => e.id)).toEqual(suspects.map((d) => d.id))
+      const taken = (await inbox.take(texts.length, 1)).map((e) => e.id)
+      expect([...taken].sort()).toEqual(suspects.map((d) => d.id).sort())
       await sleep(20)
-      return suspects
+      return taken.map((id) => suspects.find((d) => d.id === id)!)
     }
 
     it('stop() while a handler runs: a suspect taken but waiting for it to end is handed back unrun, never started', async () => {
