@@ -13,7 +13,10 @@
  * calls, key imported once), and a timingSafeEqual. "floor + parse" adds the UTF-8 decode and
  * JSON.parse every user needs. The HMAC floor (bench/floor.mjs) is the same check in the cheapest
  * way known, the way this package's node:crypto build computes it: verifySignature is measured
- * against both.
+ * against both. The WebCrypto build's floor (bench/floor.mjs `subtleFloor`) is what a WebCrypto
+ * receiver must do: WebCrypto's HMAC takes one buffer, so `id.timestamp.` and the body are joined
+ * before one `subtle.verify`; a bare `subtle.verify` over bytes already joined is kept as
+ * information, a floor no receiver can reach.
  */
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
