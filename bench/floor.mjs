@@ -40,3 +40,38 @@ export function createHmacFloor(secret) {
     return expected.length === 32 && timingSafeEqual(digest, expected)
   }
 }
+
+/**
+ * The WebCrypto floor a receiver can reach: what a careful receiver on `crypto.subtle` writes,
+ * for a key imported once. WebCrypto's HMAC takes one buffer and cannot be fed in parts, so
+ * `id.timestamp.` and the body are joined into one `Uint8Array` (`reuse: true`: one buffer kept
+ * across calls, as the package does; otherwise a new one per call), the header's hex is decoded
+ * into 32 bytes, and `subtle.verify` compares (the platform's constant-time comparison). Returns
+ * `(prefix, body, header) => Promise<boolean>`; `prefix` is ASCII.
+ */
+export function subtleFloor(key, { reuse = false } = {}) {
+  const joined = new Uint8Array(reuse ? 1024 + 64 * 1024 : 0)
+  return (prefix, body, header) => {
+    const signature = new Uint8Array(32)
+    let bad = header.length ^ 67
+    for (let i = 0; i < 32; i++) {
+      const hi = hexValue(header.charCodeAt(3 + 2 * i))
+      const lo = hexValue(header.charCodeAt(4 + 2 * i))
+      bad |= (hi | lo) >> 4
+      signature[i] = (hi << 4) | lo
+    }
+    if (bad !== 0) return Promise.resolve(false)
+    const length = prefix.length + body.byteLength
+    const data = reuse ? joined.subarray(0, length) : new Uint8Array(length)
+    for (let i = 0; i < prefix.length; i++) data[i] = prefix.charCodeAt(i)
+    data.set(body, prefix.length)
+    return crypto.subtle.verify('HMAC', key, signature, data)
+  }
+}
+
+/** A lowercase hex digit's value, or 16 and above for any other character code. */
+function hexValue(code) {
+  if (code >= 0x30 && code <= 0x39) return code - 0x30
+  if (code >= 0x61 && code <= 0x66) return code - 0x57
+  return 16
+}

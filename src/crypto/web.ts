@@ -38,17 +38,23 @@ let scratch: Uint8Array<ArrayBuffer> = new Uint8Array(1024)
 const expected = new Uint8Array(32)
 
 /**
- * Runs `call` over prefix || body laid out in `scratch`, then zeroes it: the call has copied the
- * bytes (or thrown), so the body does not stay behind here. `prefix` is ASCII (id, timestamp, dots).
+ * prefix || body laid out in `scratch`, for one WebCrypto call that copies it: the caller zeroes
+ * it (`data.fill(0)`, in a `finally`) as soon as that call has returned or thrown, so the body does
+ * not stay behind here. `prefix` is ASCII (id, timestamp, dots).
  */
-function withSignedBytes<T>(prefix: string, body: Uint8Array, call: (data: Uint8Array<ArrayBuffer>) => Promise<T>): Promise<T> {
+function signedBytes(prefix: string, body: Uint8Array): Uint8Array<ArrayBuffer> {
   const length = prefix.length + body.byteLength
   if (scratch.byteLength < length) scratch = new Uint8Array(Math.max(length, scratch.byteLength * 2))
   for (let i = 0; i < prefix.length; i++) scratch[i] = prefix.charCodeAt(i)
   scratch.set(body, prefix.length)
-  const data = scratch.subarray(0, length)
+  return scratch.subarray(0, length)
+}
+
+/** HMAC-SHA256(key, prefix || body) from `sign`, the signed bytes zeroed once it has copied them. */
+function sign(key: CryptoKey, prefix: string, body: Uint8Array): Promise<ArrayBuffer> {
+  const data = signedBytes(prefix, body)
   try {
-    return call(data)
+    return crypto.subtle.sign('HMAC', key, data)
   } finally {
     data.fill(0)
   }
@@ -60,7 +66,7 @@ const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'
 /** HMAC-SHA256(key, prefix || body) as 64 lowercase hex digits. `prefix` is ASCII (id, timestamp, dots). */
 export async function hmacHex(key: SecretKey, prefix: string, body: Uint8Array): Promise<string> {
   const cryptoKey = key.key ?? (await key.promise)
-  const digest = new Uint8Array(await withSignedBytes(prefix, body, (data) => crypto.subtle.sign('HMAC', cryptoKey, data)))
+  const digest = new Uint8Array(await sign(cryptoKey, prefix, body))
   let hex = ''
   for (let i = 0; i < digest.byteLength; i++) hex += HEX[digest[i]!]
   return hex
@@ -83,9 +89,15 @@ function matchKey(key: CryptoKey, prefix: string, body: Uint8Array, signatures: 
   if (signatures.length === 1) {
     const sent = signatures[0]!
     for (let i = 0; i < 32; i++) expected[i] = (hexDigit(sent.charCodeAt(2 * i)) << 4) | hexDigit(sent.charCodeAt(2 * i + 1))
-    return withSignedBytes(prefix, body, (data) => crypto.subtle.verify('HMAC', key, expected, data))
+    // No closure per call on the path every delivery but a rotation's takes.
+    const data = signedBytes(prefix, body)
+    try {
+      return crypto.subtle.verify('HMAC', key, expected, data)
+    } finally {
+      data.fill(0)
+    }
   }
-  return withSignedBytes(prefix, body, (data) => crypto.subtle.sign('HMAC', key, data)).then((signed) => {
+  return sign(key, prefix, body).then((signed) => {
     const digest = new Uint8Array(signed)
     let found = false
     for (let j = 0; j < signatures.length; j++) {
