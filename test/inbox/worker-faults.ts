@@ -380,14 +380,19 @@ export function describeWorkerFaults(name: string, fresh: FaultInboxFactory): vo
       await until(async () => (await inbox.stats()).retrying === 1)
       // Due now for any worker, still one stall (the give-back counted an attempt); the first
       // suspect waits to run alone.
+      // Which one is kept follows the inbox's order of the worker's take (on Redis, suspects due in
+      // the same millisecond come by id): the test takes the other.
       const again = await inbox.take(10, 1000)
-      expect(again.map((e) => e.id)).toEqual([two!.id])
-      expect(again[0]).toMatchObject({ attempts: 1, takes: 3 })
-      expect(await inbox.retry(again[0]!, 0, 'given back by the test')).toBe(true)
+      expect(again).toHaveLength(1)
+      const back = again[0]!
+      expect([one!.id, two!.id]).toContain(back.id)
+      expect(back).toMatchObject({ attempts: 1, takes: 3 })
+      expect(await inbox.retry(back, 0, 'given back by the test')).toBe(true)
+      const kept = back.id === one!.id ? two! : one!
       finishFirst()
       await until(() => runs.length === 3)
       await worker.stop()
-      expect(runs).toEqual([first.id, one!.id, two!.id])
+      expect(runs).toEqual([first.id, kept.id, back.id])
     })
 
     it('stop() resolves only once the handlers it started have finished', async () => {
