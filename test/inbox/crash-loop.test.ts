@@ -44,11 +44,15 @@ async function superviseCrashLoop(
     child.on('message', async (message: { n?: number; op?: keyof WebhookInbox; args?: unknown[]; ran?: string }) => {
       if (message.ran) return void ran.push(message.ran)
       if (message.n === undefined || !message.op) return
+      // The child may crash while the answer is on its way: with a callback, a send into a closed
+      // channel (EPIPE) is reported to it instead of thrown as the child's 'error'.
+      const answer = (reply: object) => {
+        if (child.connected) child.send(reply, () => undefined)
+      }
       try {
-        const result = await (inbox[message.op] as (...args: unknown[]) => Promise<unknown>)(...(message.args ?? []))
-        if (child.connected) child.send({ n: message.n, result })
+        answer({ n: message.n, result: await (inbox[message.op] as (...args: unknown[]) => Promise<unknown>)(...(message.args ?? [])) })
       } catch (error) {
-        if (child.connected) child.send({ n: message.n, error: String(error) })
+        answer({ n: message.n, error: String(error) })
       }
     })
     let done = false
