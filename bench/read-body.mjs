@@ -1,9 +1,8 @@
 /**
  * `node bench/read-body.mjs`: what reading a request body costs a Fetch server, per way of
  * reading it (bench/read-body-server.mjs): `arrayBuffer()` (the floor route's read in bench:http,
- * unbounded), the package's bounded `readRequestBody`, and that reader with a timer per request
- * (as before). Each runtime (Bun, Deno, Node through @hono/node-server; the binaries of
- * scripts/runtime-binaries) serves all three on core 1 while autocannon loads it from core 0,
+ * unbounded) and the package's bounded `readRequestBody`. Each runtime (Bun, Deno, Node through
+ * @hono/node-server; the binaries of scripts/runtime-binaries) serves both on core 1 while autocannon loads it from core 0,
  * 16 connections, one way after another in an order that rotates every round. The figure is the
  * server process's CPU time per request (/proc/<pid>/stat), the median of the rounds: on a
  * machine where the load generator saturates its core before the server does, requests/s cannot
@@ -21,7 +20,7 @@ import { fileURLToPath } from 'node:url'
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 const SERVER = join(ROOT, 'bench/read-body-server.mjs')
 const BINARIES = join(ROOT, 'scripts/runtime-binaries/node_modules')
-const READS = ['/arrayBuffer', '/package', '/timer']
+const READS = ['/arrayBuffer', '/package']
 
 function option(name, fallback) {
   const i = process.argv.indexOf(name)
@@ -80,7 +79,7 @@ if (pinned && process.env.SVC_BENCH_PINNED !== '1') {
   const body = 'x'.repeat(size)
   const load = (port, path, seconds) => autocannon({ url: `http://127.0.0.1:${port}${path}`, method: 'POST', body, connections: 16, duration: seconds })
   const median = (values) => [...values].sort((a, b) => a - b)[values.length >> 1]
-  const lines = ['| runtime | arrayBuffer() µs/req | readRequestBody µs/req (× arrayBuffer) | with a timer per request µs/req (× arrayBuffer) |', '|---|---:|---:|---:|']
+  const lines = ['| runtime | arrayBuffer() µs/req | readRequestBody µs/req (× arrayBuffer) |', '|---|---:|---:|']
   for (const runtime of runtimes) {
     const server = await start(runtime)
     if (server === undefined) {
@@ -106,7 +105,7 @@ if (pinned && process.env.SVC_BENCH_PINNED !== '1') {
     }
     // The ratio of each round (the reads measured seconds apart), then the median.
     const ratio = (read) => median(cpu[read].map((x, i) => x / cpu['/arrayBuffer'][i])).toFixed(2)
-    lines.push(`| ${runtime} | ${median(cpu['/arrayBuffer']).toFixed(1)} | ${median(cpu['/package']).toFixed(1)} (${ratio('/package')}×) | ${median(cpu['/timer']).toFixed(1)} (${ratio('/timer')}×) |`)
+    lines.push(`| ${runtime} | ${median(cpu['/arrayBuffer']).toFixed(1)} | ${median(cpu['/package']).toFixed(1)} (${ratio('/package')}×) |`)
   }
   console.log(`\n${cpus()[0]?.model ?? 'unknown'}, ${cpus().length} cores; ${size} B bodies, 16 connections, ${duration} s per read and round, median of ${rounds} round(s)${pinned ? '; load generator on core 0, server on core 1' : ''}\n`)
   console.log(lines.join('\n'))
