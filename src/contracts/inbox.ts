@@ -185,5 +185,3 @@ export interface InboxOptions {
   now?: () => number
 }
 
-/** The inboxes' name for {@link DEFAULT_RETENTION_MS}. */
-export { DEFAULT_RETENTION_MS as DEFAULT_INBOX_RETENTION_MS } from './store.js'

@@ -14,7 +14,8 @@
  * (72 h), so a processed id stays known that long. bullmq is not imported: both sides take the
  * objects by the methods they use.
  */
-import { DEFAULT_INBOX_RETENTION_MS, type AppendResult, type InboxDelivery, type WebhookInboxProducer } from '../contracts/inbox.js'
+import { type AppendResult, type InboxDelivery, type WebhookInboxProducer } from '../contracts/inbox.js'
+import { DEFAULT_RETENTION_MS } from '../contracts/store.js'
 import { processDelivery, type InboxWorkerResult, type Job as ProcessJob } from '../inbox/process.js'
 import { printable } from '../log-window.js'
 import { positiveOption } from '../option-checks.js'
@@ -137,7 +138,7 @@ export class BullMQInbox implements WebhookInboxProducer {
   private readonly timeoutMs: number
   private readonly jobOptions: Record<string, unknown>
 
-  constructor({ queue, retentionMs = DEFAULT_INBOX_RETENTION_MS, timeoutMs = 2000, jobOptions = {} }: BullMQInboxOptions) {
+  constructor({ queue, retentionMs = DEFAULT_RETENTION_MS, timeoutMs = 2000, jobOptions = {} }: BullMQInboxOptions) {
     if (typeof queue?.add !== 'function' || typeof queue.getJob !== 'function') {
       throw new TypeError('svc-webhooks: BullMQInbox needs `queue`, a BullMQ Queue: new BullMQInbox({ queue: new Queue(name, { connection }) }).')
     }

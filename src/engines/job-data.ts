@@ -6,11 +6,11 @@
  */
 import { fromBase64, toBase64 } from '../base64.js'
 import type { WebhookHandler, WebhookHandlers } from '../contracts/handler.js'
-import { isIdempotencyStore, type IdempotencyStore } from '../contracts/store.js'
+import { DEFAULT_RETENTION_MS, isIdempotencyStore, type IdempotencyStore } from '../contracts/store.js'
 import { positiveOption } from '../option-checks.js'
 import { callHook, lineSink, startupWarnings, type WebhookLog } from '../visibility.js'
 import type { WebhookTelemetry } from '../telemetry.js'
-import { DEFAULT_INBOX_RETENTION_MS, InboxError, type InboxDelivery } from '../contracts/inbox.js'
+import { InboxError, type InboxDelivery } from '../contracts/inbox.js'
 import type { InboxWorkerResult, ProcessPolicy } from '../inbox/process.js'
 import { errorLabel } from '../log-window.js'
 
@@ -151,7 +151,7 @@ export interface EngineProcessorOptions {
  * const policy = enginePolicy('BullMQ', options, { handlerTimeoutMs, claimMs: handlerTimeoutMs + 60_000, firstRetryDelayMs: 1000, maxRetryDelayMs: Infinity })
  */
 export function enginePolicy(engine: string, options: EngineProcessorOptions, timing: { handlerTimeoutMs: number; claimMs: number; firstRetryDelayMs: number; maxRetryDelayMs: number }): ProcessPolicy {
-  const { on, store, retentionMs = DEFAULT_INBOX_RETENTION_MS, onResult, now = Date.now } = options
+  const { on, store, retentionMs = DEFAULT_RETENTION_MS, onResult, now = Date.now } = options
   if (typeof on !== 'object' || on === null) throw new TypeError(`svc-webhooks: the ${engine} processor needs \`on\`, the handlers by event type.`)
   if (store !== undefined && !isIdempotencyStore(store)) throw new TypeError(`svc-webhooks: the ${engine} processor's \`store\` must be an IdempotencyStore (RedisStore, PostgresStore).`)
   positiveOption(retentionMs, `${engine} processor retentionMs`)

@@ -18,7 +18,8 @@
  * Deno), and WebCrypto's asynchronous digest costs as much CPU as the rest of an append's own work.
  */
 import { createHash } from 'node:crypto'
-import { DEFAULT_INBOX_RETENTION_MS, type AppendResult, type InboxDelivery, type WebhookInboxProducer } from '../contracts/inbox.js'
+import { type AppendResult, type InboxDelivery, type WebhookInboxProducer } from '../contracts/inbox.js'
+import { DEFAULT_RETENTION_MS } from '../contracts/store.js'
 import { processDelivery, type InboxWorkerResult } from '../inbox/process.js'
 import { positiveOption } from '../option-checks.js'
 import { withDeadline } from '../clients/deadline.js'
@@ -121,7 +122,7 @@ export class PgBossInbox implements WebhookInboxProducer {
   private readonly sendOptions: Record<string, unknown>
   private readonly prepared: PreparedSends | undefined
 
-  constructor({ boss, queue, retentionMs = DEFAULT_INBOX_RETENTION_MS, timeoutMs = 2000, sendOptions = {} }: PgBossInboxOptions) {
+  constructor({ boss, queue, retentionMs = DEFAULT_RETENTION_MS, timeoutMs = 2000, sendOptions = {} }: PgBossInboxOptions) {
     if (typeof boss?.send !== 'function') throw new TypeError('svc-webhooks: PgBossInbox needs `boss`, a started PgBoss: new PgBossInbox({ boss, queue }).')
     if (typeof queue !== 'string' || queue.length === 0) throw new TypeError('svc-webhooks: PgBossInbox needs `queue`, the name of a queue made with boss.createQueue().')
     positiveOption(retentionMs, 'PgBossInbox retentionMs')

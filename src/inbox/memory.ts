@@ -6,7 +6,6 @@
  * last complete, retry or bury is kept, so the same ack repeated answers true again.
  */
 import {
-  DEFAULT_INBOX_RETENTION_MS,
   type AppendResult,
   type DeadLetter,
   type InboxDelivery,
@@ -15,6 +14,7 @@ import {
   type InboxStats,
   type WebhookInbox,
 } from '../contracts/inbox.js'
+import { DEFAULT_RETENTION_MS } from '../contracts/store.js'
 
 interface Held {
   delivery: InboxDelivery
@@ -47,7 +47,7 @@ export class MemoryInbox implements WebhookInbox {
   private leases = 0
   private completions = 0
 
-  constructor({ retentionMs = DEFAULT_INBOX_RETENTION_MS, now = Date.now }: InboxOptions = {}) {
+  constructor({ retentionMs = DEFAULT_RETENTION_MS, now = Date.now }: InboxOptions = {}) {
     if (!(retentionMs > 0)) throw new TypeError('svc-webhooks: MemoryInbox `retentionMs` must be a positive number.')
     this.retentionMs = retentionMs
     this.now = now

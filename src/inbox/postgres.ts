@@ -59,7 +59,6 @@ import { positiveOption } from '../option-checks.js'
 import { inboxDeadline, unchecked } from '../clients/deadline.js'
 import { DEFAULT_TABLE, createInboxTableSql, names, statements, type Statements } from './postgres-sql.js'
 import {
-  DEFAULT_INBOX_RETENTION_MS,
   InboxError,
   type AppendResult,
   type DeadLetter,
@@ -68,6 +67,7 @@ import {
   type InboxStats,
   type WebhookInbox,
 } from '../contracts/inbox.js'
+import { DEFAULT_RETENTION_MS } from '../contracts/store.js'
 
 export { createInboxTableSql }
 
@@ -178,7 +178,7 @@ export class PostgresInbox implements WebhookInbox {
   private readonly pool: PostgresPool
   private readonly sql: Statements
 
-  constructor({ pool, client, table = DEFAULT_TABLE, retentionMs = DEFAULT_INBOX_RETENTION_MS, timeoutMs = 2000 }: PostgresInboxOptions) {
+  constructor({ pool, client, table = DEFAULT_TABLE, retentionMs = DEFAULT_RETENTION_MS, timeoutMs = 2000 }: PostgresInboxOptions) {
     if (client !== undefined) {
       throw new TypeError(
         'svc-webhooks: PostgresInbox takes `pool` (new pg.Pool(...)), not `client`: a pg.Client does not reconnect after the database restarts, so every later operation would fail. For one connection pass new pg.Pool({ ..., max: 1 }).',

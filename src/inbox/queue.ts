@@ -24,11 +24,11 @@
 import { fromBase64, toBase64 } from '../base64.js'
 import type { WebhookHandler, WebhookHandlers } from '../contracts/handler.js'
 import { claimRun } from '../claim.js'
-import { isIdempotencyStore, type IdempotencyStore } from '../contracts/store.js'
+import { DEFAULT_RETENTION_MS, isIdempotencyStore, type IdempotencyStore } from '../contracts/store.js'
 import { positiveOption } from '../option-checks.js'
 import { callHook, lineSink, startupWarnings, type WebhookLog } from '../visibility.js'
 import type { WebhookTelemetry } from '../telemetry.js'
-import { DEFAULT_INBOX_RETENTION_MS, type AppendResult, type InboxDelivery, type WebhookInboxProducer } from '../contracts/inbox.js'
+import { type AppendResult, type InboxDelivery, type WebhookInboxProducer } from '../contracts/inbox.js'
 import { processDelivery, retryDelay, type InboxWorkerResult, type ProcessPolicy } from './process.js'
 import { storedError } from './text.js'
 
@@ -120,7 +120,7 @@ export class QueueInbox implements WebhookInboxProducer {
 
   constructor(
     private readonly queue: QueueProducerLike,
-    { store, leaseMs = 60_000, retentionMs = DEFAULT_INBOX_RETENTION_MS }: QueueInboxOptions,
+    { store, leaseMs = 60_000, retentionMs = DEFAULT_RETENTION_MS }: QueueInboxOptions,
   ) {
     if (typeof queue?.send !== 'function') throw new TypeError('svc-webhooks: QueueInbox needs a Queue producer binding (env.WEBHOOK_QUEUE; [[queues.producers]] in wrangler.toml).')
     if (!isIdempotencyStore(store)) throw new TypeError('svc-webhooks: QueueInbox needs `store`, e.g. new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY): a Queue cannot tell a resend from a new delivery.')
@@ -244,7 +244,7 @@ export function createQueueConsumer(options: QueueConsumerOptions): (batch: Queu
 /** {@link createQueueConsumer}; `warn` false where a receiver built alongside warns about the same `on`. */
 function queueConsumer(options: QueueConsumerOptions, warn: boolean): (batch: QueueBatchLike) => Promise<void> {
   const { on, store, onResult, now = Date.now } = options
-  const { leaseMs = 15 * 60 * 1000, retentionMs = DEFAULT_INBOX_RETENTION_MS, firstRetryDelayMs = 1000, maxRetryDelayMs = 60 * 60 * 1000 } = options
+  const { leaseMs = 15 * 60 * 1000, retentionMs = DEFAULT_RETENTION_MS, firstRetryDelayMs = 1000, maxRetryDelayMs = 60 * 60 * 1000 } = options
   // Never longer than the claim: a shorter leaseMs given alone shortens the deadline with it.
   const { handlerTimeoutMs = Math.min(5 * 60 * 1000, leaseMs) } = options
   if (typeof on !== 'object' || on === null) throw new TypeError('svc-webhooks: the Queue consumer needs `on`, the handlers by event type.')

@@ -54,7 +54,8 @@
  * so a resend stays a duplicate) are kept until requeued or purged. Needs Redis 5 or later (writes
  * after `TIME` in a script), and a runtime with `Buffer`, as both clients do.
  */
-import { DEFAULT_INBOX_RETENTION_MS, InboxError, type AppendResult, type DeadLetter, type InboxDelivery, type InboxEntry, type InboxStats, type WebhookInbox } from '../contracts/inbox.js'
+import { InboxError, type AppendResult, type DeadLetter, type InboxDelivery, type InboxEntry, type InboxStats, type WebhookInbox } from '../contracts/inbox.js'
+import { DEFAULT_RETENTION_MS } from '../contracts/store.js'
 import { positiveOption } from '../option-checks.js'
 import { adapt, isRedisRefusal, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
 import { inboxDeadline, unchecked } from '../clients/deadline.js'
@@ -195,7 +196,7 @@ export class RedisInbox implements WebhookInbox {
   private readonly run: Run
   private readonly due: string
 
-  constructor({ client, prefix = 'svc-webhooks:inbox:', retentionMs = DEFAULT_INBOX_RETENTION_MS, timeoutMs = 2000 }: RedisInboxOptions) {
+  constructor({ client, prefix = 'svc-webhooks:inbox:', retentionMs = DEFAULT_RETENTION_MS, timeoutMs = 2000 }: RedisInboxOptions) {
     this.run = adapt(client, 'RedisInbox')
     if (typeof prefix !== 'string') throw new TypeError('svc-webhooks: RedisInbox `prefix` must be a string.')
     positiveOption(retentionMs, 'RedisInbox `retentionMs`')
