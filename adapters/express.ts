@@ -34,7 +34,7 @@ export function webhooks(options: ExpressWebhooksOptions): RequestHandler & Part
   if (('on' in options && options.on !== undefined) || ('inbox' in options && options.inbox !== undefined)) {
     const receiver = createWebhookReceiver(options as WebhookReceiverOptions<Request>)
     const answer = async (req: Request, res: Response) => sendNode(res, await receiver.receive(req, nodeTransport))
-    return Object.assign(answer, { stats: () => receiver.stats() })
+    return Object.assign(answer, { stats: () => receiver.stats(), replay: receiver.replay })
   }
   const verify = createVerifier(options)
   return async (req: Request, _res: Response, next: NextFunction) => {

@@ -51,7 +51,7 @@ export function toResponse(answer: WebhookResponse): Response {
 export function createFetchHandler(options: FetchHandlerOptions): ((request: Request) => Promise<Response>) & WebhookStatsSource {
   const receiver = createWebhookReceiver(options)
   const handle = async (request: Request) => toResponse(await receiver.receive(request, fetchTransport))
-  return Object.assign(handle, { stats: () => receiver.stats() })
+  return Object.assign(handle, { stats: () => receiver.stats(), replay: receiver.replay })
 }
 
 const handlers = new WeakMap<FetchHandlerOptions, (request: Request) => Promise<Response>>()

@@ -49,7 +49,7 @@ export function webhooks(options: VerifyOptions<Context> & { on?: WebhookHandler
   if (options.on !== undefined || options.inbox !== undefined) {
     const receiver = createWebhookReceiver(options as WebhookReceiverOptions<Context>)
     const middleware: MiddlewareHandler = async (c) => toResponse(await receiver.receive(c, honoTransport))
-    return Object.assign(middleware, { stats: () => receiver.stats() })
+    return Object.assign(middleware, { stats: () => receiver.stats(), replay: receiver.replay })
   }
   const verify = createVerifier(options)
   return createMiddleware<{ Variables: WebhookVariables }>(async (c, next) => {

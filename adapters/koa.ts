@@ -40,7 +40,7 @@ export function webhooks(options: KoaWebhooksOptions): Middleware & WebhookStats
     if (answer.close) ctx.set('connection', 'close')
     ctx.body = answer.body
   }
-  return Object.assign(middleware, { stats: () => receiver.stats() })
+  return Object.assign(middleware, { stats: () => receiver.stats(), replay: receiver.replay })
 }
 
 export default webhooks

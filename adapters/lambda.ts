@@ -82,7 +82,7 @@ export function webhooks(
     const answer = await receiver.receive(event, lambdaTransport)
     return { statusCode: answer.status, headers: { ...answer.headers }, body: answer.body, isBase64Encoded: false }
   }
-  return Object.assign(handler, { stats: () => receiver.stats() })
+  return Object.assign(handler, { stats: () => receiver.stats(), replay: receiver.replay })
 }
 
 /** The event as the core reads it. API Gateway buffered the body already: there is nothing to time or drain. */

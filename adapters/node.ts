@@ -53,5 +53,5 @@ export function sendNode(res: ServerResponse, answer: WebhookResponse): void {
 export function createNodeHandler(options: NodeHandlerOptions): ((req: IncomingMessage, res: ServerResponse) => Promise<void>) & WebhookStatsSource {
   const receiver = createWebhookReceiver(options)
   const handle = async (req: IncomingMessage, res: ServerResponse) => sendNode(res, await receiver.receive(req, nodeTransport))
-  return Object.assign(handle, { stats: () => receiver.stats() })
+  return Object.assign(handle, { stats: () => receiver.stats(), replay: receiver.replay })
 }

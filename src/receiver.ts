@@ -23,6 +23,8 @@ import { createLogWindow, printable } from './log-window.js'
 import type { WebhookTelemetry } from './telemetry.js'
 import { AnswerCounter, callHook, ownError, resolveLog, resultLine, seenBySender, startupWarnings, type ReceiverStats, type WebhookLog } from './visibility.js'
 import type { EndpointWatcher } from './contracts/watch.js'
+import type { WebhookHistory } from './history/types.js'
+import { checkHistory, recordReceived, replayDelivery, type ReplayResult } from './history/record.js'
 
 export type { WebhookAnswerCode, WebhookOutcome, WebhookResponse } from './answers.js'
 export type { WebhookTransport } from './transport.js'
@@ -135,6 +137,13 @@ export interface WebhookReceiverOptions<R = any> extends VerifyOptions<R> {
    * @default none (no call to the service)
    */
   watch?: EndpointWatcher
+  /**
+   * Where each delivery's entry is kept: `MemoryHistory`, `RedisHistory` (svc-webhooks/redis) or
+   * `PostgresHistory` (svc-webhooks/postgres); `replay(id)` and the console read it. Refused
+   * requests are only counted. Its outage never changes an answer.
+   * @default none (nothing is kept)
+   */
+  history?: WebhookHistory
 }
 
 /** A request as the receiver sees it. `method`, when given, must be POST. */
@@ -146,6 +155,8 @@ export interface WebhookRequest extends WebhookInput {
 export interface WebhookStatsSource {
   /** Answers by outcome, the failing streak, and the inbox's figures. */
   stats(): Promise<ReceiverStats>
+  /** The receiver's `replay` (with `history`): what the console's replay button calls. */
+  replay?(id: string, endpoint?: string): Promise<ReplayResult>
 }
 
 /** A receiver: `handle` and `receive` are the whole flow. */
@@ -167,6 +178,14 @@ export interface WebhookReceiver<R = any> {
   stats(): Promise<ReceiverStats>
   /** Stops the endpoint watch (`watch`), if any; its timer is unref'd, so it never keeps a process up anyway. */
   close(): void
+  /**
+   * Runs a delivery kept in `history` (with `keepBodies`) through its handler again, on purpose:
+   * the dedupe record is not consulted. Rejects with a `ReplayError` (`body_not_kept`: resend it
+   * through the service instead; `not_found`; `no_handler`).
+   */
+  replay(id: string, endpoint?: string): Promise<ReplayResult>
+  /** The `history` option, if any. */
+  readonly history: WebhookHistory | undefined
 }
 
 
@@ -243,6 +262,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
   } = options
   const log = resolveLog(options.log)
   opts.sourceSettings.log = log
+  const history = checkHistory(options.history, 'createWebhookReceiver')
   if (inbox !== undefined && typeof inbox?.append !== 'function') {
     throw new TypeError('svc-webhooks: `inbox` must have append() (MemoryInbox, RedisInbox, PostgresInbox, QueueInbox).')
   }
@@ -318,6 +338,8 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     let answer: WebhookResponse
     // The `secret` lookup found this request's endpoint: its name is a real tenant's, not one made up in a URL.
     let tenantFound = false
+    // The verified delivery, for the history's entry.
+    let verified: VerifiedDelivery | undefined
     try {
       flow: {
         const method = transport.method(request)
@@ -339,6 +361,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
         }
         scope?.verified()
         tenantFound = lookup
+        verified = delivery
         const { signed, secrets } = progress as Required<VerifyProgress>
         const type = delivery.event.event
         result.id = delivery.id
@@ -419,6 +442,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     if (onResult) result.durationMs = now() - started
     scope?.end(result)
     report(result, tenantFound)
+    if (history) recordReceived(history, result, verified, now(), typeof endpoint === 'string' ? endpoint : undefined)
     return answer
   }
 
@@ -477,6 +501,8 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     receive,
     stats,
     close: () => watching?.stop(),
+    history,
+    replay: (id, name) => replayDelivery({ history, handlers, now }, id, name),
     // A held body goes the same way as a framework's: `secret` and `endpoint` functions get the request as given.
     handle: (request) => receive(request as R, heldTransport as unknown as WebhookTransport<R>),
   }

@@ -26,6 +26,8 @@ import { isInboxError, type InboxEntry, type WebhookInbox } from '../contracts/i
 import { processDelivery, type InboxWorkerResult, type ProcessPolicy } from './process.js'
 import { errorLabel, printable } from '../log-window.js'
 import type { EndpointWatch, EndpointWatcher, EndpointWatchView } from '../contracts/watch.js'
+import type { WebhookHistory } from '../history/types.js'
+import { checkHistory, recordProcessed, replayDelivery, type ReplayResult } from '../history/record.js'
 
 export { retryDelay, type InboxWorkerResult } from './process.js'
 
@@ -127,6 +129,12 @@ export interface InboxWorkerOptions {
    * @default none (no call to the service)
    */
   watch?: EndpointWatcher
+  /**
+   * The history the receiver writes (the same engine): each run's outcome, attempts and error go
+   * to the delivery's entry, and `replay(id)` reads it. Its outage never changes a result.
+   * @default none
+   */
+  history?: WebhookHistory
 }
 
 /** A running worker. */
@@ -145,6 +153,15 @@ export interface InboxWorker {
   readonly active: number
   /** The service's view of the endpoint while the worker runs with `watch`. */
   readonly endpoint: EndpointWatchView | undefined
+  /**
+   * Runs a delivery kept in `history` through its handler again, on purpose, bypassing the
+   * dedupe record and the inbox; rejects with a `ReplayError` when it cannot (see the receiver's).
+   */
+  replay(id: string, endpoint?: string): Promise<ReplayResult>
+  /** The `history` option, if any. */
+  readonly history: WebhookHistory | undefined
+  /** The inbox, for the console (dead letters, stats). */
+  readonly inbox: WebhookInbox
 }
 
 const DEFAULTS = {
@@ -322,6 +339,7 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
   /** Every line of the worker goes out here, and only here. */
   const lines = lineSink(options.log, 'inbox worker', now)
   const inboxError = (error: unknown): void => callHook(onError, error)
+  const history = checkHistory(options.history, 'createInboxWorker')
 
   const policy: ProcessPolicy = {
     handlers: on as Record<string, WebhookHandler<unknown> | undefined>,
@@ -335,7 +353,10 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
     maxRetryDelayMs: settings.maxRetryDelayMs,
     maxRetryAgeMs: settings.maxRetryAgeMs,
     now,
-    report: (result) => callHook(onResult, result),
+    report: (result) => {
+      if (history) recordProcessed(history, result, now())
+      callHook(onResult, result)
+    },
     say: lines.say,
     inboxError,
     ...(telemetry && { telemetry }),
@@ -539,5 +560,8 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
     get endpoint() {
       return watching?.view()
     },
+    history,
+    inbox,
+    replay: (id, name) => replayDelivery({ history, handlers: on as Record<string, WebhookHandler<unknown> | undefined>, now, timeoutMs: settings.handlerTimeoutMs }, id, name),
   }
 }

@@ -1,0 +1,131 @@
+/**
+ * `MemoryHistory`: the history in the process's memory, for one process, tests and demos (gone
+ * at restart). Entries are kept in arrival order; the oldest go first past `maxEntries` or the
+ * retention, trimmed as new ones come, so it needs no timer.
+ */
+import { mergeRecord } from './merge.js'
+import { RefusalTally } from './refusals.js'
+import { decodeCursor, encodeCursor, historySettings, pageOf } from './text.js'
+import type { HistoryEntry, HistoryOptions, HistoryPage, HistoryQuery, HistoryRecord, HistoryStats, RefusalCount, WebhookHistory } from './types.js'
+
+const keyOf = (endpoint: string, id: string): string => `${endpoint.length}:${endpoint}:${id}`
+
+const withoutBody = (entry: HistoryEntry): HistoryEntry => {
+  const { body: _body, ...rest } = entry
+  return rest
+}
+
+/**
+ * History in memory: bounded by `maxEntries` (default 10,000) and the retention (default 7 days).
+ *
+ * @example
+ * const history = new MemoryHistory({ keepBodies: true })
+ * const receiver = createWebhookReceiver({ secret, on, history })
+ * await history.list({ outcome: 'failed' })
+ */
+export class MemoryHistory implements WebhookHistory {
+  readonly keepBodies: boolean
+  readonly redact: ((event: unknown) => unknown) | undefined
+  readonly retentionMs: number
+  readonly maxEntries: number
+  readonly maxBodyBytes: number
+  private readonly now: () => number
+  private readonly entries = new Map<string, { entry: HistoryEntry; seq: number }>()
+  /** Latest key of each id, for `get(id)` without an endpoint. */
+  private readonly latest = new Map<string, string>()
+  /** Keys in arrival order from `head`; `base` is the sequence number of `order[0]`. */
+  private order: string[] = []
+  private head = 0
+  private base = 0
+  private readonly tally = new RefusalTally()
+  private readonly counts: HistoryStats = { recorded: 0, failed: 0, dropped: 0, pending: 0 }
+
+  constructor(options: HistoryOptions = {}) {
+    const s = historySettings(options, 10_000)
+    this.keepBodies = s.keepBodies
+    this.redact = s.redact
+    this.retentionMs = s.retentionMs
+    this.maxEntries = s.maxEntries
+    this.maxBodyBytes = s.maxBodyBytes
+    this.now = s.now
+  }
+
+  record(record: HistoryRecord): void {
+    const key = keyOf(record.endpoint, record.id)
+    const found = this.entries.get(key)
+    if (found) mergeRecord(found.entry, record)
+    else {
+      this.entries.set(key, { entry: mergeRecord(undefined, record), seq: this.base + this.order.length })
+      this.order.push(key)
+      this.latest.set(record.id, key)
+      this.trim()
+    }
+    this.counts.recorded++
+  }
+
+  refused(code: string, claimedId: string | undefined, at: number): void {
+    this.tally.add(code, claimedId, at)
+  }
+
+  /** Drops the oldest past the bound or the retention; at most what was added plus the expired, each once. */
+  private trim(): void {
+    const oldest = this.now() - this.retentionMs
+    while (this.head < this.order.length) {
+      const key = this.order[this.head]!
+      const found = this.entries.get(key)
+      if (found && this.entries.size <= this.maxEntries && found.entry.updatedAt >= oldest) break
+      if (found) {
+        this.entries.delete(key)
+        if (this.latest.get(found.entry.id) === key) this.latest.delete(found.entry.id)
+      }
+      this.head++
+    }
+    if (this.head > 1024 && this.head * 2 > this.order.length) {
+      this.order = this.order.slice(this.head)
+      this.base += this.head
+      this.head = 0
+    }
+  }
+
+  async list(query: HistoryQuery = {}): Promise<HistoryPage> {
+    const { limit, since, until } = pageOf(query)
+    const after = decodeCursor(query.cursor)
+    let index = this.order.length - 1
+    if (after !== undefined) index = Math.min(index, Number(after[0]) - this.base - 1)
+    const entries: HistoryEntry[] = []
+    for (; index >= this.head; index--) {
+      const found = this.entries.get(this.order[index]!)
+      if (!found) continue
+      const e = found.entry
+      if (e.receivedAt < since || e.receivedAt >= until) continue
+      if (query.endpoint !== undefined && e.endpoint !== query.endpoint) continue
+      if (query.outcome !== undefined && e.outcome !== query.outcome) continue
+      entries.push(withoutBody(e))
+      if (entries.length === limit) break
+    }
+    const more = entries.length === limit && index > this.head
+    return more ? { entries, cursor: encodeCursor([this.base + index]) } : { entries }
+  }
+
+  async get(id: string, endpoint?: string): Promise<HistoryEntry | undefined> {
+    const key = endpoint === undefined ? this.latest.get(id) : keyOf(endpoint, id)
+    const found = key === undefined ? undefined : this.entries.get(key)
+    return found ? { ...found.entry } : undefined
+  }
+
+  async refusals(since?: number): Promise<RefusalCount[]> {
+    return this.tally.list(since)
+  }
+
+  async flush(): Promise<void> {}
+
+  stats(): HistoryStats {
+    return { ...this.counts }
+  }
+
+  async size(): Promise<number> {
+    return this.entries.size
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,212 @@
+/**
+ * What the receiver and the inbox worker write to the history, and `replay`: the hooks the two
+ * call, kept here so theirs stay one line each. Nothing here throws into the caller: the answer
+ * to the sender is decided before a record is made, and a failing history only counts.
+ */
+import { decodeUtf8 } from '#crypto'
+import type { WebhookHandler } from '../contracts/handler.js'
+import type { WebhookEvent } from '../events.js'
+import type { VerifiedDelivery } from '../verify.js'
+import { errorFields } from './text.js'
+import type { HistoryEntry, HistoryOutcome, HistoryRecord, WebhookHistory } from './types.js'
+
+/** The parts of a receiver's `WebhookResult` a record needs (structural, so this file imports no receiver). */
+interface ReceiverResult {
+  outcome: string
+  status: number
+  code?: string
+  id?: string
+  eventType?: string
+  endpoint?: string
+  signatureVersion?: 'v2' | 'v1'
+  error?: unknown
+}
+
+/** The parts of an `InboxWorkerResult` a record needs. */
+interface WorkerResult {
+  outcome: string
+  id: string
+  endpoint: string
+  eventType?: string
+  attempts: number
+  error?: unknown
+}
+
+/** Whether `value` is a {@link WebhookHistory}: checked when a receiver or a worker is created. */
+export function checkHistory(value: unknown, owner: string): WebhookHistory | undefined {
+  if (value === undefined) return undefined
+  const h = value as Partial<WebhookHistory> | null
+  if (typeof h?.record !== 'function' || typeof h.refused !== 'function' || typeof h.get !== 'function' || typeof h.list !== 'function') {
+    throw new TypeError(`svc-webhooks: ${owner} \`history\` must be a MemoryHistory, RedisHistory or PostgresHistory.`)
+  }
+  return value as WebhookHistory
+}
+
+/** The kept body of a delivery: raw text, or the JSON of `redact(event)`; none when too large or `redact` fails. */
+function keptBody(history: WebhookHistory, rawBody: Uint8Array, event: unknown): Pick<HistoryRecord, 'body' | 'bodyRedacted'> {
+  if (!history.keepBodies || rawBody.length > history.maxBodyBytes) return {}
+  if (history.redact === undefined) return { body: decodeUtf8(rawBody) }
+  try {
+    const kept = JSON.stringify(history.redact(structuredClone(event)))
+    return typeof kept === 'string' ? { body: kept, bodyRedacted: true } : {}
+  } catch {
+    // A `redact` that throws keeps nothing rather than everything.
+    return {}
+  }
+}
+
+/** The receiver outcomes that say nothing new about a delivery already in the history. */
+const SOFT: Record<string, HistoryOutcome> = { duplicate: 'duplicate', in_flight: 'in_flight', store_unavailable: 'unavailable', inbox_unavailable: 'unavailable', secret_lookup_failed: 'unavailable' }
+
+/**
+ * Records one request's result: a verified delivery's change to its entry, or a refused
+ * request's count. Never throws.
+ */
+export function recordReceived(history: WebhookHistory, result: ReceiverResult, delivery: VerifiedDelivery | undefined, at: number, fixedEndpoint?: string): void {
+  try {
+    // An ignored type is answered before a `endpoint` function runs: only a fixed endpoint names it.
+    const endpoint = result.endpoint ?? fixedEndpoint
+    if (delivery === undefined || result.id === undefined || endpoint === undefined) {
+      // Unverified: a count per code, never an entry (its id and endpoint are only claims).
+      if (result.outcome === 'refused' || result.outcome === 'method_not_allowed') history.refused(result.code ?? result.outcome, result.id, at)
+      return
+    }
+    const base = { id: result.id, endpoint, at, status: result.status, delivered: true, ...(result.eventType !== undefined && { eventType: result.eventType }) }
+    const soft = SOFT[result.outcome]
+    if (soft !== undefined) return history.record({ ...base, outcome: soft, soft: true, ...(result.code !== undefined && { code: result.code }) })
+    switch (result.outcome) {
+      case 'processed':
+        return history.record({ ...base, outcome: 'processed', addAttempt: true, processed: true, error: null, ...keptBody(history, delivery.rawBody, delivery.event) })
+      case 'handler_failed':
+        return history.record({ ...base, outcome: 'failed', code: 'handler_failed', addAttempt: true, error: errorFields(result.error), ...keptBody(history, delivery.rawBody, delivery.event) })
+      case 'accepted':
+        return history.record({ ...base, outcome: 'accepted', code: 'accepted', ...keptBody(history, delivery.rawBody, delivery.event) })
+      case 'ignored':
+        return history.record({ ...base, outcome: 'ignored', code: 'ignored', ...keptBody(history, delivery.rawBody, delivery.event) })
+      default:
+        return history.record({ ...base, outcome: 'unavailable', soft: true, ...(result.code !== undefined && { code: result.code }) })
+    }
+  } catch {
+    // The history's own failure never reaches the request.
+  }
+}
+
+/** Records how the worker's run of a delivery ended. Results not recorded by the inbox (lost lease, unrecorded) change nothing: it runs again. */
+export function recordProcessed(history: WebhookHistory, result: WorkerResult, at: number): void {
+  try {
+    const base = { id: result.id, endpoint: result.endpoint, at, attempts: result.attempts, ...(result.eventType !== undefined && { eventType: result.eventType }) }
+    switch (result.outcome) {
+      case 'processed':
+        return history.record({ ...base, outcome: 'processed', processed: true, error: null })
+      case 'ignored':
+        return history.record({ ...base, outcome: 'ignored' })
+      case 'retrying':
+        return history.record({ ...base, outcome: 'retrying', error: errorFields(result.error) })
+      case 'dead':
+        return history.record({ ...base, outcome: 'dead', error: errorFields(result.error) })
+      case 'duplicate':
+        return history.record({ ...base, outcome: 'duplicate', soft: true })
+      default:
+        return
+    }
+  } catch {
+    // See recordReceived.
+  }
+}
+
+/** Why a replay could not run. */
+export type ReplayErrorCode = 'not_found' | 'body_not_kept' | 'no_handler' | 'history_unavailable'
+
+/** A replay that could not run; `code` says why. A body not kept: resend it through the service instead. */
+export class ReplayError extends Error {
+  override readonly name = 'ReplayError'
+  readonly code: ReplayErrorCode
+  constructor(code: ReplayErrorCode, message: string) {
+    super(message)
+    this.code = code
+  }
+}
+
+/** How a replay ended. */
+export interface ReplayResult {
+  id: string
+  endpoint: string
+  outcome: 'processed' | 'failed'
+  /** The handler's error, when it failed (also kept, sanitized, in the entry). */
+  error?: unknown
+  durationMs: number
+}
+
+/** What a replay needs of its owner. */
+export interface ReplayContext {
+  history: WebhookHistory | undefined
+  handlers: ReadonlyMap<string, WebhookHandler<unknown>> | Record<string, WebhookHandler<unknown> | undefined> | undefined
+  now: () => number
+  /** The longest a replayed handler may run. */
+  timeoutMs?: number
+}
+
+const BODY_NOT_KEPT = 'its body was not kept (history `keepBodies` is off, or the body was over `maxBodyBytes`): ' +
+  'ask the service to resend it (`svc-webhooks endpoints resend ID`, or service.deliveries.resend(id)).'
+
+/**
+ * Runs a stored delivery's handler again on purpose: it does not meet the dedupe record (the
+ * delivery was processed, or failed, already), and the entry counts the replay and its outcome.
+ *
+ * @example
+ * await replayDelivery({ history, handlers, now: Date.now }, 'evt_123')
+ */
+export async function replayDelivery(ctx: ReplayContext, id: string, endpoint?: string): Promise<ReplayResult> {
+  const { history, now } = ctx
+  if (history === undefined) throw new TypeError('svc-webhooks: replay needs the `history` option.')
+  let entry: HistoryEntry | undefined
+  try {
+    entry = await history.get(id, endpoint)
+  } catch (error) {
+    throw new ReplayError('history_unavailable', `svc-webhooks: cannot replay ${JSON.stringify(id)}: the history did not answer (${error instanceof Error ? error.name : 'Error'}).`)
+  }
+  if (entry === undefined) throw new ReplayError('not_found', `svc-webhooks: no delivery ${JSON.stringify(id)} in the history (never received, or older than its retention).`)
+  if (!entry.hasBody || entry.body === undefined) throw new ReplayError('body_not_kept', `svc-webhooks: delivery ${JSON.stringify(id)} cannot be replayed here: ${BODY_NOT_KEPT}`)
+  let event: WebhookEvent
+  try {
+    event = JSON.parse(entry.body) as WebhookEvent
+  } catch {
+    throw new ReplayError('body_not_kept', `svc-webhooks: the kept body of ${JSON.stringify(id)} is not JSON any more: ${BODY_NOT_KEPT}`)
+  }
+  const type = typeof event?.event === 'string' ? event.event : entry.eventType ?? ''
+  const handlers = ctx.handlers
+  const handler = handlers instanceof Map ? handlers.get(type) : Object.hasOwn(handlers ?? {}, type) ? (handlers as Record<string, WebhookHandler<unknown>>)[type] : undefined
+  if (typeof handler !== 'function') throw new ReplayError('no_handler', `svc-webhooks: no handler for "${type}" here: replay it where its handler runs (the worker, with an inbox).`)
+  const rawBody = new TextEncoder().encode(entry.body)
+  const delivery: VerifiedDelivery<unknown> = { id: entry.id, timestamp: Math.floor(entry.receivedAt / 1000), signatureVersion: 'v2', secretIndex: 0, rawBody, event }
+  const started = now()
+  let failure: { error: unknown } | undefined
+  const timeoutMs = ctx.timeoutMs ?? 300_000
+  let timer: ReturnType<typeof setTimeout> | undefined
+  try {
+    await Promise.race([
+      Promise.resolve().then(() => handler(event, delivery)),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(Object.assign(new Error(`handler timed out after ${timeoutMs} ms`), { name: 'TimeoutError' })), timeoutMs)
+      }),
+    ])
+  } catch (error) {
+    failure = { error }
+  } finally {
+    clearTimeout(timer)
+  }
+  const at = now()
+  const outcome = failure ? 'failed' : 'processed'
+  history.record({
+    id: entry.id,
+    endpoint: entry.endpoint,
+    at,
+    outcome,
+    replay: true,
+    addAttempt: true,
+    code: failure ? 'replay_failed' : 'replayed',
+    ...(failure ? { error: errorFields(failure.error) } : { processed: true, error: null }),
+  })
+  await history.flush().catch(() => undefined)
+  return { id: entry.id, endpoint: entry.endpoint, outcome, ...(failure && { error: failure.error }), durationMs: at - started }
+}
