@@ -27,13 +27,15 @@ const LAYERS: readonly (readonly [name: string, members: readonly string[]])[] =
   // Shared by the core and the engines: claim → run → complete, lines and counters, engine clients.
   ['support', ['claim.ts', 'visibility.ts', 'inbox/text.ts', 'stores/source-state.ts', 'clients/']],
   // Processing: the inbox worker's one path, the Queues inbox and consumer, the in-memory engines.
-  ['processing', ['inbox/', 'stores/memory.ts', 'stores/durable-object.ts']],
+  ['processing', ['inbox/', 'stores/memory.ts', 'stores/durable-object.ts', 'history/']],
   // The request path. Nothing but the entries imports it: handlers and contracts live below.
   ['receiver', ['receiver.ts']],
   // Engines that need a client: Redis, Postgres, BullMQ, pg-boss.
-  ['engines', ['stores/', 'inbox/redis.ts', 'inbox/redis-scripts.ts', 'inbox/postgres.ts', 'inbox/postgres-sql.ts', 'engines/']],
+  ['engines', ['stores/', 'inbox/redis.ts', 'inbox/redis-scripts.ts', 'inbox/postgres.ts', 'inbox/postgres-sql.ts', 'engines/', 'history/redis.ts', 'history/redis-scripts.ts', 'history/postgres.ts', 'history/postgres-sql.ts']],
   // The service's API: client, endpoint watch, rotation, emulator.
   ['service', ['service/']],
+  // The operator's console: reads every part above through their public shapes.
+  ['console', ['console/']],
   // What package.json exports: thin entry files, and the CLI.
   ['entries', ['index.ts', 'testing.ts', 'opentelemetry.ts', 'entries/', 'cli/']],
 ]
