@@ -19,6 +19,7 @@ const optional = Object.fromEntries(
     bullmq: 'src/entries/bullmq.ts',
     'pg-boss': 'src/entries/pg-boss.ts',
     service: 'src/service/index.ts',
+    history: 'src/history/index.ts',
     console: 'src/entries/console.ts',
     cli: 'src/cli/index.ts',
   }).filter(([, file]) => existsSync(file)),

@@ -60,4 +60,14 @@ export { createInboxWorker, type InboxWorker, type InboxWorkerOptions, type Inbo
 export type { ClaimResult, IdempotencyStore } from './contracts/store.js'
 export { verifySignature, verifyWebhook, type VerifiedDelivery, type VerifiedSignature } from './verify.js'
 export { DEFAULT_BODY_TIMEOUT_MS, discardNodeBody, readNodeBody, readRequestBody, type NodeBodyStream } from './read-body.js'
-export * from './history/index.js'
+export type {
+  HistoryEntry,
+  HistoryOptions,
+  HistoryOutcome,
+  HistoryPage,
+  HistoryQuery,
+  HistoryStats,
+  RefusalCount,
+  ReplayResult,
+  WebhookHistory,
+} from './history/types.js'

@@ -23,8 +23,7 @@ import { createLogWindow, printable } from './log-window.js'
 import type { WebhookTelemetry } from './telemetry.js'
 import { AnswerCounter, callHook, ownError, resolveLog, resultLine, seenBySender, startupWarnings, type ReceiverStats, type WebhookLog } from './visibility.js'
 import type { EndpointWatcher } from './contracts/watch.js'
-import type { WebhookHistory } from './history/types.js'
-import { checkHistory, recordReceived, replayDelivery, type ReplayResult } from './history/record.js'
+import type { ReplayResult, WebhookHistory } from './history/types.js'
 
 export type { WebhookAnswerCode, WebhookOutcome, WebhookResponse } from './answers.js'
 export type { WebhookTransport } from './transport.js'
@@ -262,7 +261,8 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
   } = options
   const log = resolveLog(options.log)
   opts.sourceSettings.log = log
-  const history = checkHistory(options.history, 'createWebhookReceiver')
+  const { history } = options
+  if (history !== undefined && typeof history?.received !== 'function') throw new TypeError('svc-webhooks: `history` must be a MemoryHistory, RedisHistory or PostgresHistory.')
   if (inbox !== undefined && typeof inbox?.append !== 'function') {
     throw new TypeError('svc-webhooks: `inbox` must have append() (MemoryInbox, RedisInbox, PostgresInbox, QueueInbox).')
   }
@@ -442,7 +442,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     if (onResult) result.durationMs = now() - started
     scope?.end(result)
     report(result, tenantFound)
-    if (history) recordReceived(history, result, verified, now(), typeof endpoint === 'string' ? endpoint : undefined)
+    history?.received(result, verified, now(), typeof endpoint === 'string' ? endpoint : undefined)
     return answer
   }
 
@@ -502,7 +502,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     stats,
     close: () => watching?.stop(),
     history,
-    replay: (id, name) => replayDelivery({ history, handlers, now }, id, name),
+    replay: (id, name) => (history ? history.replay({ handlers, now }, id, name) : Promise.reject(new TypeError('svc-webhooks: replay needs the `history` option.'))),
     // A held body goes the same way as a framework's: `secret` and `endpoint` functions get the request as given.
     handle: (request) => receive(request as R, heldTransport as unknown as WebhookTransport<R>),
   }

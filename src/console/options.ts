@@ -4,8 +4,7 @@
  */
 import type { ReceiverStats } from '../visibility.js'
 import type { DeadLetter, InboxStats } from '../contracts/inbox.js'
-import type { ReplayResult } from '../history/record.js'
-import type { WebhookHistory } from '../history/types.js'
+import type { ReplayResult, WebhookHistory } from '../history/types.js'
 
 /** What `authorize` may answer: allow (true), refuse (false: 403), or a refusal of its own (a 401 with `WWW-Authenticate`). */
 export type ConsoleAuthorization = boolean | Response

@@ -1,6 +1,7 @@
-/** The history's public names in the core (`svc-webhooks`); the server engines are in svc-webhooks/redis and svc-webhooks/postgres. */
+/** `svc-webhooks/history`: `MemoryHistory`, `ReplayError` and the history's types; RedisHistory and PostgresHistory are in svc-webhooks/redis and svc-webhooks/postgres. */
 export { MemoryHistory } from './memory.js'
-export { ReplayError, type ReplayErrorCode, type ReplayResult } from './record.js'
+export { ReplayError, type ReplayErrorCode } from './record.js'
+export { HistoryBase } from './base.js'
 export { sanitizeMessage } from './text.js'
 export {
   DEFAULT_HISTORY_RETENTION_MS,
@@ -13,5 +14,10 @@ export {
   type HistoryRecord,
   type HistoryStats,
   type RefusalCount,
+  type ReplayResult,
+  type ReplayRun,
+  type ReceivedResult,
+  type ProcessedResult,
+  type KeptDelivery,
   type WebhookHistory,
 } from './types.js'

@@ -3,10 +3,11 @@
  * at restart). Entries are kept in arrival order; the oldest go first past `maxEntries` or the
  * retention, trimmed as new ones come, so it needs no timer.
  */
+import { HistoryBase } from './base.js'
 import { mergeRecord } from './merge.js'
 import { RefusalTally } from './refusals.js'
 import { decodeCursor, encodeCursor, historySettings, pageOf } from './text.js'
-import type { HistoryEntry, HistoryOptions, HistoryPage, HistoryQuery, HistoryRecord, HistoryStats, RefusalCount, WebhookHistory } from './types.js'
+import type { HistoryEntry, HistoryOptions, HistoryPage, HistoryQuery, HistoryRecord, HistoryStats, RefusalCount } from './types.js'
 
 const keyOf = (endpoint: string, id: string): string => `${endpoint.length}:${endpoint}:${id}`
 
@@ -23,7 +24,7 @@ const withoutBody = (entry: HistoryEntry): HistoryEntry => {
  * const receiver = createWebhookReceiver({ secret, on, history })
  * await history.list({ outcome: 'failed' })
  */
-export class MemoryHistory implements WebhookHistory {
+export class MemoryHistory extends HistoryBase {
   readonly keepBodies: boolean
   readonly redact: ((event: unknown) => unknown) | undefined
   readonly retentionMs: number
@@ -41,6 +42,7 @@ export class MemoryHistory implements WebhookHistory {
   private readonly counts: HistoryStats = { recorded: 0, failed: 0, dropped: 0, pending: 0 }
 
   constructor(options: HistoryOptions = {}) {
+    super()
     const s = historySettings(options, 10_000)
     this.keepBodies = s.keepBodies
     this.redact = s.redact

@@ -9,6 +9,7 @@
 import { quoteTable, type PostgresQueryable } from '../clients/postgres.js'
 import { withDeadline } from '../clients/deadline.js'
 import { positiveOption } from '../option-checks.js'
+import { HistoryBase } from './base.js'
 import { Batcher } from './batcher.js'
 import { memberOf } from './keys.js'
 import { createHistoryTableSql, historyStatements } from './postgres-sql.js'
@@ -23,7 +24,6 @@ import {
   type HistoryRecord,
   type HistoryStats,
   type RefusalCount,
-  type WebhookHistory,
 } from './types.js'
 
 export { createHistoryTableSql }
@@ -93,7 +93,7 @@ function flat(r: HistoryRecord): Record<string, unknown> {
  * const history = new PostgresHistory({ pool: new pg.Pool(), keepBodies: true })
  * await history.ensureTable()
  */
-export class PostgresHistory implements WebhookHistory {
+export class PostgresHistory extends HistoryBase {
   readonly table: string
   readonly keepBodies: boolean
   readonly redact: ((event: unknown) => unknown) | undefined
@@ -108,6 +108,7 @@ export class PostgresHistory implements WebhookHistory {
   private trimmedAt = -Infinity
 
   constructor(options: PostgresHistoryOptions) {
+    super()
     const { pool, table = 'svc_webhooks_history', timeoutMs = 2000 } = options
     if (typeof pool?.query !== 'function') throw new TypeError('svc-webhooks: PostgresHistory needs `pool`, a pg Pool (new pg.Pool(...)).')
     positiveOption(timeoutMs, 'PostgresHistory `timeoutMs`')

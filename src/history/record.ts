@@ -4,43 +4,10 @@
  * to the sender is decided before a record is made, and a failing history only counts.
  */
 import { decodeUtf8 } from '#crypto'
-import type { WebhookHandler } from '../contracts/handler.js'
 import type { WebhookEvent } from '../events.js'
 import type { VerifiedDelivery } from '../verify.js'
 import { errorFields } from './text.js'
-import type { HistoryEntry, HistoryOutcome, HistoryRecord, WebhookHistory } from './types.js'
-
-/** The parts of a receiver's `WebhookResult` a record needs (structural, so this file imports no receiver). */
-interface ReceiverResult {
-  outcome: string
-  status: number
-  code?: string
-  id?: string
-  eventType?: string
-  endpoint?: string
-  signatureVersion?: 'v2' | 'v1'
-  error?: unknown
-}
-
-/** The parts of an `InboxWorkerResult` a record needs. */
-interface WorkerResult {
-  outcome: string
-  id: string
-  endpoint: string
-  eventType?: string
-  attempts: number
-  error?: unknown
-}
-
-/** Whether `value` is a {@link WebhookHistory}: checked when a receiver or a worker is created. */
-export function checkHistory(value: unknown, owner: string): WebhookHistory | undefined {
-  if (value === undefined) return undefined
-  const h = value as Partial<WebhookHistory> | null
-  if (typeof h?.record !== 'function' || typeof h.refused !== 'function' || typeof h.get !== 'function' || typeof h.list !== 'function') {
-    throw new TypeError(`svc-webhooks: ${owner} \`history\` must be a MemoryHistory, RedisHistory or PostgresHistory.`)
-  }
-  return value as WebhookHistory
-}
+import type { HistoryEntry, HistoryOutcome, HistoryRecord, KeptDelivery, ProcessedResult, ReceivedResult, ReplayResult, ReplayRun, WebhookHistory } from './types.js'
 
 /** The kept body of a delivery: raw text, or the JSON of `redact(event)`; none when too large or `redact` fails. */
 function keptBody(history: WebhookHistory, rawBody: Uint8Array, event: unknown): Pick<HistoryRecord, 'body' | 'bodyRedacted'> {
@@ -62,7 +29,7 @@ const SOFT: Record<string, HistoryOutcome> = { duplicate: 'duplicate', in_flight
  * Records one request's result: a verified delivery's change to its entry, or a refused
  * request's count. Never throws.
  */
-export function recordReceived(history: WebhookHistory, result: ReceiverResult, delivery: VerifiedDelivery | undefined, at: number, fixedEndpoint?: string): void {
+export function recordReceived(history: WebhookHistory, result: ReceivedResult, delivery: KeptDelivery | undefined, at: number, fixedEndpoint?: string): void {
   try {
     // An ignored type is answered before a `endpoint` function runs: only a fixed endpoint names it.
     const endpoint = result.endpoint ?? fixedEndpoint
@@ -92,7 +59,7 @@ export function recordReceived(history: WebhookHistory, result: ReceiverResult, 
 }
 
 /** Records how the worker's run of a delivery ended. Results not recorded by the inbox (lost lease, unrecorded) change nothing: it runs again. */
-export function recordProcessed(history: WebhookHistory, result: WorkerResult, at: number): void {
+export function recordProcessed(history: WebhookHistory, result: ProcessedResult, at: number): void {
   try {
     const base = { id: result.id, endpoint: result.endpoint, at, attempts: result.attempts, ...(result.eventType !== undefined && { eventType: result.eventType }) }
     switch (result.outcome) {
@@ -127,25 +94,6 @@ export class ReplayError extends Error {
   }
 }
 
-/** How a replay ended. */
-export interface ReplayResult {
-  id: string
-  endpoint: string
-  outcome: 'processed' | 'failed'
-  /** The handler's error, when it failed (also kept, sanitized, in the entry). */
-  error?: unknown
-  durationMs: number
-}
-
-/** What a replay needs of its owner. */
-export interface ReplayContext {
-  history: WebhookHistory | undefined
-  handlers: ReadonlyMap<string, WebhookHandler<unknown>> | Record<string, WebhookHandler<unknown> | undefined> | undefined
-  now: () => number
-  /** The longest a replayed handler may run. */
-  timeoutMs?: number
-}
-
 const BODY_NOT_KEPT = 'its body was not kept (history `keepBodies` is off, or the body was over `maxBodyBytes`): ' +
   'ask the service to resend it (`svc-webhooks endpoints resend ID`, or service.deliveries.resend(id)).'
 
@@ -154,11 +102,10 @@ const BODY_NOT_KEPT = 'its body was not kept (history `keepBodies` is off, or th
  * delivery was processed, or failed, already), and the entry counts the replay and its outcome.
  *
  * @example
- * await replayDelivery({ history, handlers, now: Date.now }, 'evt_123')
+ * await replayDelivery(history, { handlers, now: Date.now }, 'evt_123')
  */
-export async function replayDelivery(ctx: ReplayContext, id: string, endpoint?: string): Promise<ReplayResult> {
-  const { history, now } = ctx
-  if (history === undefined) throw new TypeError('svc-webhooks: replay needs the `history` option.')
+export async function replayDelivery(history: WebhookHistory, ctx: ReplayRun, id: string, endpoint?: string): Promise<ReplayResult> {
+  const { now } = ctx
   let entry: HistoryEntry | undefined
   try {
     entry = await history.get(id, endpoint)
@@ -175,7 +122,7 @@ export async function replayDelivery(ctx: ReplayContext, id: string, endpoint?: 
   }
   const type = typeof event?.event === 'string' ? event.event : entry.eventType ?? ''
   const handlers = ctx.handlers
-  const handler = handlers instanceof Map ? handlers.get(type) : Object.hasOwn(handlers ?? {}, type) ? (handlers as Record<string, WebhookHandler<unknown>>)[type] : undefined
+  const handler = handlers instanceof Map ? handlers.get(type) : Object.hasOwn(handlers ?? {}, type) ? (handlers as Record<string, (event: unknown, delivery: unknown) => unknown>)[type] : undefined
   if (typeof handler !== 'function') throw new ReplayError('no_handler', `svc-webhooks: no handler for "${type}" here: replay it where its handler runs (the worker, with an inbox).`)
   const rawBody = new TextEncoder().encode(entry.body)
   const delivery: VerifiedDelivery<unknown> = { id: entry.id, timestamp: Math.floor(entry.receivedAt / 1000), signatureVersion: 'v2', secretIndex: 0, rawBody, event }

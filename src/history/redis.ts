@@ -8,6 +8,7 @@
 import { adapt, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
 import { withDeadline } from '../clients/deadline.js'
 import { positiveOption } from '../option-checks.js'
+import { HistoryBase } from './base.js'
 import { Batcher } from './batcher.js'
 import { memberOf, taggedPrefix } from './keys.js'
 import { GET, LIST, LIST_FIELD_NAMES, REFUSALS, SIZE, WRITE } from './redis-scripts.js'
@@ -22,7 +23,6 @@ import {
   type HistoryRecord,
   type HistoryStats,
   type RefusalCount,
-  type WebhookHistory,
 } from './types.js'
 
 /** Options of {@link RedisHistory}. */
@@ -100,7 +100,7 @@ function flat(r: HistoryRecord): Record<string, unknown> {
  * const history = new RedisHistory({ client: new Redis(process.env.REDIS_URL!), keepBodies: true })
  * app.post('/webhooks/svc', webhooks({ secret, on, history }))
  */
-export class RedisHistory implements WebhookHistory {
+export class RedisHistory extends HistoryBase {
   readonly prefix: string
   readonly keepBodies: boolean
   readonly redact: ((event: unknown) => unknown) | undefined
@@ -114,6 +114,7 @@ export class RedisHistory implements WebhookHistory {
   private readonly batcher: Batcher
 
   constructor(options: RedisHistoryOptions) {
+    super()
     const { client, prefix = '{svc-webhooks:history}:', timeoutMs = 2000 } = options
     this.run = adapt(client, 'RedisHistory')
     if (typeof prefix !== 'string') throw new TypeError('svc-webhooks: RedisHistory `prefix` must be a string.')

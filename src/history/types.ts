@@ -152,6 +152,60 @@ export interface WebhookHistory {
   size(): Promise<number>
   /** Stops the background timers. */
   close(): Promise<void>
+  /**
+   * Called by the receiver once per request with its result (and the delivery, once verified):
+   * makes the record or counts the refusal. Never throws. Engines get it from `HistoryBase`.
+   */
+  received(result: ReceivedResult, delivery: KeptDelivery | undefined, at: number, fixedEndpoint?: string): void
+  /** Called by the worker once per run with its result. Never throws. */
+  processed(result: ProcessedResult, at: number): void
+  /** Runs a kept delivery through `handlers` again and records it (the receiver's and the worker's `replay`). */
+  replay(run: ReplayRun, id: string, endpoint?: string): Promise<ReplayResult>
+}
+
+/** The parts of a receiver's `WebhookResult` a record needs. */
+export interface ReceivedResult {
+  outcome: string
+  status: number
+  code?: string
+  id?: string
+  eventType?: string
+  endpoint?: string
+  error?: unknown
+}
+
+/** The parts of a verified delivery a record keeps. */
+export interface KeptDelivery {
+  rawBody: Uint8Array
+  event: unknown
+}
+
+/** The parts of an `InboxWorkerResult` a record needs. */
+export interface ProcessedResult {
+  outcome: string
+  id: string
+  endpoint: string
+  eventType?: string
+  attempts: number
+  error?: unknown
+}
+
+/** What a replay runs with: the owner's handlers and clock. */
+export interface ReplayRun {
+  handlers: ReadonlyMap<string, (event: any, delivery: any) => unknown> | Readonly<Record<string, ((event: any, delivery: any) => unknown) | undefined>> | undefined
+  now: () => number
+  /** The longest a replayed handler may run. @default 300000 */
+  timeoutMs?: number
+}
+
+/** How a replay ended. */
+export interface ReplayResult {
+  id: string
+  endpoint: string
+  outcome: 'processed' | 'failed'
+  /** The handler's error, when it failed (also kept, sanitized, in the entry). */
+  error?: unknown
+  durationMs: number
 }
 
 /** Options every history engine takes. */

@@ -26,8 +26,7 @@ import { isInboxError, type InboxEntry, type WebhookInbox } from '../contracts/i
 import { processDelivery, type InboxWorkerResult, type ProcessPolicy } from './process.js'
 import { errorLabel, printable } from '../log-window.js'
 import type { EndpointWatch, EndpointWatcher, EndpointWatchView } from '../contracts/watch.js'
-import type { WebhookHistory } from '../history/types.js'
-import { checkHistory, recordProcessed, replayDelivery, type ReplayResult } from '../history/record.js'
+import type { ReplayResult, WebhookHistory } from '../history/types.js'
 
 export { retryDelay, type InboxWorkerResult } from './process.js'
 
@@ -339,7 +338,8 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
   /** Every line of the worker goes out here, and only here. */
   const lines = lineSink(options.log, 'inbox worker', now)
   const inboxError = (error: unknown): void => callHook(onError, error)
-  const history = checkHistory(options.history, 'createInboxWorker')
+  const { history } = options
+  if (history !== undefined && typeof history?.processed !== 'function') throw new TypeError('svc-webhooks: createInboxWorker `history` must be a MemoryHistory, RedisHistory or PostgresHistory.')
 
   const policy: ProcessPolicy = {
     handlers: on as Record<string, WebhookHandler<unknown> | undefined>,
@@ -354,7 +354,7 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
     maxRetryAgeMs: settings.maxRetryAgeMs,
     now,
     report: (result) => {
-      if (history) recordProcessed(history, result, now())
+      history?.processed(result, now())
       callHook(onResult, result)
     },
     say: lines.say,
@@ -562,6 +562,7 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
     },
     history,
     inbox,
-    replay: (id, name) => replayDelivery({ history, handlers: on as Record<string, WebhookHandler<unknown> | undefined>, now, timeoutMs: settings.handlerTimeoutMs }, id, name),
+    replay: (id, name) =>
+      history ? history.replay({ handlers: on, now, timeoutMs: settings.handlerTimeoutMs }, id, name) : Promise.reject(new TypeError('svc-webhooks: replay needs the `history` option.')),
   }
 }

@@ -37,7 +37,7 @@ const LAYERS: readonly (readonly [name: string, members: readonly string[]])[] =
   // The operator's console: reads every part above through their public shapes.
   ['console', ['console/']],
   // What package.json exports: thin entry files, and the CLI.
-  ['entries', ['index.ts', 'testing.ts', 'opentelemetry.ts', 'entries/', 'cli/']],
+  ['entries', ['index.ts', 'testing.ts', 'opentelemetry.ts', 'entries/', 'cli/', 'history/index.ts']],
 ]
 
 /** The layer index of a path relative to src/ (posix), or -1. */
