@@ -34,7 +34,7 @@ const card = (label: string, value: unknown, cls = '') => html`<div class="card"
 function bodyBlock(ctx: PageContext, body: string | undefined, redacted?: boolean): Html {
   if (!ctx.showBodies) return html`<p class="muted">Body hidden (the console's <code>showBodies</code> is off).</p>`
   if (body === undefined) return html`<p class="muted">No body kept.</p>`
-  let shown = body
+  let shown: string
   try {
     const event: unknown = JSON.parse(body)
     shown = JSON.stringify(ctx.redact ? ctx.redact(event) : event, null, 2) ?? ''
