@@ -15,7 +15,8 @@ export function securityHeaders(nonce?: string): Record<string, string> {
     'content-security-policy': `default-src 'none'; style-src ${nonce ? `'nonce-${nonce}'` : "'none'"}; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
     'x-content-type-options': 'nosniff',
     'x-frame-options': 'DENY',
-    'referrer-policy': 'no-referrer',
+    // same-origin, not no-referrer: under no-referrer a browser sends `Origin: null` with the console's own forms.
+    'referrer-policy': 'same-origin',
     'cache-control': 'no-store',
     'cross-origin-opener-policy': 'same-origin',
     'cross-origin-resource-policy': 'same-origin',

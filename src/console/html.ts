@@ -74,7 +74,7 @@ export const PAGES = [
 export function layout(title: string, current: string, body: Html, nonce: string, readOnly: boolean): string {
   const nav = PAGES.map(([path, label]) => html`<a href="./${path}" class="${path === current ? 'on' : ''}">${label}</a>`)
   return `<!doctype html>${html`<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<meta name="referrer" content="no-referrer"><title>${title} · svc-webhooks console</title><style nonce="${nonce}">${new Html(STYLE)}</style></head>
+<meta name="referrer" content="same-origin"><title>${title} · svc-webhooks console</title><style nonce="${nonce}">${new Html(STYLE)}</style></head>
 <body><header><strong>svc-webhooks</strong><nav>${nav}</nav>${readOnly ? html`<span class="muted">read-only</span>` : ''}</header><main>${body}</main></body></html>`.text}`
 }
 
