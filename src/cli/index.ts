@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `svc-webhooks` bin: dispatches to send, sign, verify, doctor and endpoints, prints the version, maps
+ * The `svc-webhooks` bin: dispatches to send, sign, verify, doctor, endpoints and history, prints the version, maps
  * errors to the exit codes (0 ok, 1 check failed, 2 usage error) and never prints a secret.
  */
 import { existsSync, readFileSync, realpathSync } from 'node:fs'
@@ -8,11 +8,12 @@ import { dirname, join } from 'node:path'
 import { EXIT, UsageError, type Command, type Io } from './command.js'
 import { doctor } from './doctor.js'
 import { endpoints } from './endpoints.js'
+import { history } from './history.js'
 import { send } from './send.js'
 import { sign } from './sign.js'
 import { verify } from './verify.js'
 
-const COMMANDS: readonly Command[] = [send, sign, verify, doctor, endpoints]
+const COMMANDS: readonly Command[] = [send, sign, verify, doctor, endpoints, history]
 
 function help(): string {
   const names = COMMANDS.map((c) => [c.name, ...(c.positionals ?? [])].join(' '))

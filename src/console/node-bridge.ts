@@ -5,20 +5,23 @@
  * there) and the Host header, and writes the answer. Uses no `node:` module.
  */
 
+/** `IncomingHttpHeaders`, without importing node's types. */
+type NodeJSHeaders = { [name: string]: string | string[] | undefined }
+
 interface NodeRequest {
   method?: string
   url?: string
   originalUrl?: string
-  headers: Record<string, string | string[] | undefined>
+  headers: Record<string, string | string[] | undefined> | NodeJSHeaders
   socket?: { encrypted?: boolean }
-  on(event: 'data', listener: (chunk: Uint8Array) => void): unknown
-  on(event: 'end' | 'error', listener: (error?: unknown) => void): unknown
+  // Loose on purpose: Express, Fastify and Koa each type `on` with their own overloads.
+  on(event: string, listener: (...args: any[]) => void): unknown
 }
 
 interface NodeResponse {
   statusCode: number
-  setHeader(name: string, value: string): unknown
-  end(body?: Uint8Array | string): unknown
+  setHeader(name: string, value: string | number | readonly string[]): unknown
+  end(body?: any): unknown
 }
 
 const MAX_BODY = 16 * 1024
@@ -51,8 +54,11 @@ function readBody(req: NodeRequest): Promise<Uint8Array | undefined> {
  * @example
  * app.use('/admin/webhooks', toNodeHandler(createConsole({ authorize, history })))
  */
-export function toNodeHandler(handler: (request: Request) => Promise<Response>): (req: NodeRequest, res: NodeResponse) => Promise<void> {
-  return async (req, res) => {
+// The parameters are `any`: Express, Fastify, Koa and node:http each type their request their own way.
+export function toNodeHandler(handler: (request: Request) => Promise<Response>): (req: any, res: any) => Promise<void> {
+  return async (incoming: unknown, outgoing: unknown) => {
+    const req = incoming as NodeRequest
+    const res = outgoing as NodeResponse
     const host = String(req.headers.host ?? '127.0.0.1')
     const proto = req.socket?.encrypted ? 'https' : 'http'
     const url = `${proto}://${host}${req.originalUrl ?? req.url ?? '/'}`
