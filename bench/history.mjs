@@ -1,0 +1,129 @@
+/**
+ * `npm run bench:history`, one run, side by side:
+ * - the receiver's requests/s over real HTTP (node:http, 127.0.0.1, autocannon) without history,
+ *   with MemoryHistory and with RedisHistory (a private redis-server from tools/redis.mjs), each in
+ *   its own process, every request a fresh signed delivery. Target: with history >= 90 % of without.
+ * - the console's overview page rendered with 100,000 entries in MemoryHistory and in RedisHistory
+ *   (median of 30 GETs through the Fetch handler). Target: under 50 ms.
+ *
+ * Each ratio is the median over rounds of (with / without) measured back to back.
+ *
+ * Options: --duration 5 --warmup 2 --rounds 3 --connections 16.
+ */
+import { spawn } from 'node:child_process'
+import { dirname, join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+import { createHmac, createSecretKey } from 'node:crypto'
+import { startRedisServer } from '../tools/redis.mjs'
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
+const SECRET = 'svc_whsec_YmVuY2gtc2VjcmV0LWh0dHAtMzItYnl0ZXMtLS0'
+const option = (name, fallback) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : fallback)
+const duration = option('--duration', 5)
+const warmup = option('--warmup', 2)
+const rounds = option('--rounds', 3)
+const connections = option('--connections', 16)
+const median = (values) => [...values].sort((a, b) => a - b)[values.length >> 1]
+
+async function startServer(variant, redisUrl) {
+  const child = spawn(process.execPath, [join(ROOT, 'bench/history-server.mjs'), variant, redisUrl ?? ''], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] })
+  const port = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`bench:history: ${variant} did not start within 30 s`)), 30_000)
+    createInterface({ input: child.stdout }).once('line', (line) => (clearTimeout(timer), resolve(JSON.parse(line).port)))
+    child.once('exit', (code) => (clearTimeout(timer), reject(new Error(`bench:history: ${variant} exited (${code})`))))
+  })
+  const stop = () => new Promise((resolve) => {
+    const timer = setTimeout(() => (child.kill('SIGKILL'), resolve()), 5000)
+    child.once('exit', () => (clearTimeout(timer), resolve()))
+    child.stdin.end()
+  })
+  return { port, stop }
+}
+
+async function main() {
+  const { default: autocannon } = await import('autocannon')
+  const { signWebhook, sampleEvent } = await import('svc-webhooks/testing')
+  const redis = await startRedisServer()
+  try {
+    const key = createSecretKey(Buffer.from(SECRET, 'utf8'))
+    const first = await signWebhook({ secret: SECRET, event: sampleEvent('message.received'), id: 'warm' })
+    const base = { ...first.headers }
+    delete base['svc-webhook-signature']
+    let sequence = 0
+    const sign = () => {
+      const timestamp = String(Math.floor(Date.now() / 1000))
+      const id = `evt_${process.pid}_${sequence++}`
+      const v2 = createHmac('sha256', key).update(`${id}.${timestamp}.`).update(first.rawBody).digest('hex')
+      return { ...base, 'svc-webhook-id': id, 'svc-webhook-timestamp': timestamp, 'svc-webhook-signature-v2': `v2=${v2}` }
+    }
+    const load = async (port, seconds) => {
+      const r = await autocannon({ url: `http://127.0.0.1:${port}`, connections, duration: seconds, requests: [{ method: 'POST', path: '/', setupRequest: (q) => ({ ...q, headers: sign(), body: first.body }) }] })
+      if (r.non2xx > 0 || r.errors + r.timeouts > 0) throw new Error(`bench:history: ${r.non2xx} non-2xx answers, ${r.errors + r.timeouts} errors`)
+      return r.requests.average
+    }
+    const variants = ['none', 'memory', 'redis']
+    const measured = Object.fromEntries(variants.map((v) => [v, []]))
+    for (let round = 0; round < rounds; round++) {
+      for (let i = 0; i < variants.length; i++) {
+        // The order rotates every round, so a machine that speeds up or slows down favours none.
+        const variant = variants[(i + round) % variants.length]
+        const { port, stop } = await startServer(variant, redis.url)
+        try {
+          await load(port, warmup)
+          const rps = await load(port, duration)
+          measured[variant].push(rps)
+          console.error(`  round ${round + 1}: history ${variant.padEnd(7)} ${Math.round(rps)} req/s`)
+        } finally {
+          await stop()
+        }
+      }
+    }
+    const none = median(measured.none)
+    const fmt = (n) => Math.round(n).toLocaleString('en-US')
+    console.log('\n| receiver (node:http) | req/s | vs without history | target |')
+    console.log('|---|---:|---:|---|')
+    console.log(`| without history | ${fmt(none)} | 100 % | |`)
+    for (const v of ['memory', 'redis']) {
+      const share = median(measured[v].map((rps, i) => rps / measured.none[i]))
+      console.log(`| ${v === 'memory' ? 'MemoryHistory' : 'RedisHistory'} | ${fmt(median(measured[v]))} | ${(share * 100).toFixed(1)} % | >= 90 % ${share >= 0.9 ? 'met' : 'MISSED'} |`)
+    }
+
+    // The console's overview with 100,000 entries.
+    const { MemoryHistory } = await import('svc-webhooks/history')
+    const { RedisHistory } = await import('svc-webhooks/redis')
+    const { createConsole } = await import('svc-webhooks/console')
+    const { default: Redis } = await import('ioredis')
+    const client = new Redis(redis.url)
+    const histories = { MemoryHistory: new MemoryHistory({ maxEntries: 100_000 }), RedisHistory: new RedisHistory({ client, prefix: '{bench-console}:' }) }
+    console.log('\n| console overview, 100,000 entries | median ms | p95 ms | target |')
+    console.log('|---|---:|---:|---|')
+    for (const [name, history] of Object.entries(histories)) {
+      const at = Date.now() - 100_000
+      for (let i = 0; i < 100_000; i++) {
+        history.record({ id: `evt_${i}`, endpoint: 'default', at: at + i, outcome: i % 50 === 0 ? 'failed' : 'processed', status: i % 50 === 0 ? 500 : 200, delivered: true, addAttempt: true, eventType: 'message.received' })
+        if (i % 5000 === 4999) await history.flush()
+      }
+      await history.flush()
+      const size = await history.size()
+      if (size !== 100_000) throw new Error(`bench:history: ${name} holds ${size} entries, not 100,000`)
+      const handler = createConsole({ authorize: () => true, history, receiver: { stats: async () => ({ answers: {}, codes: {}, consecutiveFailures: 0 }) } })
+      const times = []
+      for (let i = 0; i < 35; i++) {
+        const started = performance.now()
+        const res = await handler(new Request('http://127.0.0.1/console/'))
+        await res.text()
+        if (res.status !== 200) throw new Error(`bench:history: overview answered ${res.status}`)
+        if (i >= 5) times.push(performance.now() - started)
+      }
+      times.sort((a, b) => a - b)
+      const med = median(times)
+      console.log(`| ${name} | ${med.toFixed(2)} | ${times[Math.floor(times.length * 0.95)].toFixed(2)} | < 50 ms ${med < 50 ? 'met' : 'MISSED'} |`)
+    }
+    client.disconnect()
+  } finally {
+    await redis.stop()
+  }
+}
+
+await main()
