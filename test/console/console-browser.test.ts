@@ -5,7 +5,7 @@
  * history, finds a failed delivery, fixes the handler, replays it and sees it processed; requeues
  * a dead letter; is refused without credentials; cannot act read-only; a cross-site POST is
  * refused; an id and a tenant name holding `<script>` render as text. With UPDATE_SCREENSHOTS=1
- * it saves a screenshot of each page to docs/console/ (docs/console.md shows them).
+ * it saves a screenshot of each page to docs/console/*.jpg (docs/console.md shows them).
  */
 import { existsSync, mkdirSync } from 'node:fs'
 import { resolve } from 'node:path'
@@ -63,7 +63,8 @@ describeBrowser('the console in Chromium', () => {
   async function shot(name: string): Promise<void> {
     if (process.env.UPDATE_SCREENSHOTS !== '1') return
     mkdirSync(SHOTS, { recursive: true })
-    await page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: true })
+    // JPEG of the viewport: the images ship in the tarball with docs/console.md, so they stay small.
+    await page.screenshot({ path: `${SHOTS}/${name}.jpg`, type: 'jpeg', quality: 70 })
   }
 
   beforeAll(async () => {
@@ -106,7 +107,7 @@ describeBrowser('the console in Chromium', () => {
     expect((await inbox.stats()).dead).toBe(1)
 
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] })
-    context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+    context = await browser.newContext({ viewport: { width: 1200, height: 760 } })
     await context.addCookies([{ name: COOKIE, value: SESSION, domain: '127.0.0.1', path: '/' }])
     page = await context.newPage()
     // A step that cannot find its element fails within 5 s, naming it, rather than at the test's timeout.
