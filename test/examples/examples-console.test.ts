@@ -19,11 +19,11 @@ afterAll(() => {
 })
 
 function start(port: number) {
-  const child = spawn(process.execPath, ['examples/console/server.mjs'], { cwd: ROOT, env: { PATH: process.env.PATH, SVC_WEBHOOK_SECRET: SECRET, CONSOLE_PASSWORD: PASSWORD, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, ['examples/console/server.mjs'], { cwd: ROOT, env: { ...process.env, SVC_WEBHOOK_SECRET: SECRET, CONSOLE_PASSWORD: PASSWORD, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] })
   children.push(child)
   let output = ''
-  child.stdout!.on('data', (d) => (output += d))
-  child.stderr!.on('data', (d) => (output += d))
+  child.stdout!.on('data', (d: Buffer) => (output += d))
+  child.stderr!.on('data', (d: Buffer) => (output += d))
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)))
   const line = async (pattern: RegExp) => {
     // Bounded: 15 s.
