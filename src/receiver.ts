@@ -442,7 +442,11 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     if (onResult) result.durationMs = now() - started
     scope?.end(result)
     report(result, tenantFound)
-    history?.received(result, verified, now(), typeof endpoint === 'string' ? endpoint : undefined)
+    try {
+      history?.received(result, verified, now(), typeof endpoint === 'string' ? endpoint : undefined)
+    } catch {
+      // A history of your own that throws: the answer stands.
+    }
     return answer
   }
 

@@ -13,6 +13,7 @@ const MAX_PENDING = 10_000
 /** Records per round trip. */
 const BATCH = 500
 const LOG_EVERY_MS = 60_000
+const REFUSALS_EVERY_MS = 1000
 
 export type WriteBatch = (records: HistoryRecord[], refusals: RefusalCount[]) => Promise<void>
 
@@ -22,6 +23,8 @@ export class Batcher {
   private writing: Promise<void> | undefined
   private timer: ReturnType<typeof setTimeout> | undefined
   private loggedAt = -Infinity
+  /** Whether the timer set waits for refusal counts only. */
+  private countsOnly = false
   readonly counts: HistoryStats = { recorded: 0, failed: 0, dropped: 0, pending: 0 }
 
   constructor(
@@ -48,11 +51,18 @@ export class Batcher {
   }
 
   private schedule(): void {
-    if (this.timer !== undefined || this.writing !== undefined) return
+    if (this.writing !== undefined) return
+    if (this.timer !== undefined) {
+      // Records were waiting only behind refusal counts: they go now, not after the counts' second.
+      if (!this.countsOnly || this.pending.length === 0) return
+      clearTimeout(this.timer)
+    }
+    // Counts alone wait a second: a flood of refused requests costs one write a second, not one per batch.
+    this.countsOnly = this.pending.length === 0
     this.timer = setTimeout(() => {
       this.timer = undefined
       void this.drain()
-    }, this.delayMs)
+    }, this.countsOnly ? REFUSALS_EVERY_MS : this.delayMs)
     ;(this.timer as { unref?: () => void }).unref?.()
   }
 
@@ -77,7 +87,7 @@ export class Batcher {
       }
     })().finally(() => {
       this.writing = undefined
-      if (this.pending.length > 0) this.schedule()
+      if (this.pending.length > 0 || !this.tally.empty) this.schedule()
     })
     return this.writing
   }

@@ -354,7 +354,11 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
     maxRetryAgeMs: settings.maxRetryAgeMs,
     now,
     report: (result) => {
-      history?.processed(result, now())
+      try {
+        history?.processed(result, now())
+      } catch {
+        // A history of your own that throws: the result stands.
+      }
       callHook(onResult, result)
     },
     say: lines.say,
