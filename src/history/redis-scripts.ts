@@ -17,44 +17,61 @@ local now = tonumber(ARGV[2])
 local ret = tonumber(ARGV[3])
 local max = tonumber(ARGV[4])
 local rret = tonumber(ARGV[5])
+-- One HMGET to read, one HSET to write each entry: a few calls per record, whatever it changes.
 for _, r in ipairs(cjson.decode(ARGV[6])) do
   local e = P .. 'e:' .. r.m
-  local fresh = redis.call('EXISTS', e) == 0
+  local f = redis.call('HMGET', e, 'updatedAt', 'receivedAt', 'attempts', 'deliveries', 'replays')
+  local fresh = not f[1]
   local late = false
+  local set, del = {}, {}
+  local function put(k, v)
+    set[#set + 1] = k
+    set[#set + 1] = v
+  end
   if fresh then
-    redis.call('HSET', e, 'id', r.id, 'endpoint', r.ep, 'receivedAt', r.at, 'updatedAt', r.at, 'outcome', r.o,
-      'attempts', 0, 'deliveries', 0, 'replays', 0)
+    put('id', r.id)
+    put('endpoint', r.ep)
+    put('receivedAt', r.at)
+    put('updatedAt', r.at)
     redis.call('ZADD', KEYS[1], r.at, r.m)
     redis.call('HSET', P .. 'ids', r.id, r.m)
   else
-    local f = redis.call('HMGET', e, 'updatedAt', 'receivedAt')
-    late = r.at < tonumber(f[1] or 0)
-    if not late then redis.call('HSET', e, 'updatedAt', r.at) end
+    late = r.at < tonumber(f[1])
+    if not late then put('updatedAt', r.at) end
     if r.at < tonumber(f[2] or 0) then
-      redis.call('HSET', e, 'receivedAt', r.at)
+      put('receivedAt', r.at)
       redis.call('ZADD', KEYS[1], r.at, r.m)
     end
   end
-  if r.t then redis.call('HSET', e, 'eventType', r.t) end
-  if r.d then redis.call('HINCRBY', e, 'deliveries', 1) end
+  local attempts = tonumber(f[3] or 0)
+  if r.a then attempts = r.a end
+  if r.aa then attempts = attempts + 1 end
+  if fresh or r.a or r.aa then put('attempts', attempts) end
+  if fresh or r.d then put('deliveries', tonumber(f[4] or 0) + (r.d and 1 or 0)) end
+  if fresh or r.rp then put('replays', tonumber(f[5] or 0) + (r.rp and 1 or 0)) end
+  if r.rp then put('replayedAt', r.at) end
+  if r.t then put('eventType', r.t) end
   if fresh or not (r.soft or late) then
-    redis.call('HSET', e, 'outcome', r.o)
-    if r.s then redis.call('HSET', e, 'status', r.s) end
-    if r.c then redis.call('HSET', e, 'code', r.c) elseif r.s then redis.call('HDEL', e, 'code') end
+    put('outcome', r.o)
+    if r.s then put('status', r.s) end
+    if r.c then put('code', r.c) elseif r.s and not fresh then del[#del + 1] = 'code' end
   end
-  if r.a then redis.call('HSET', e, 'attempts', r.a) end
-  if r.aa then redis.call('HINCRBY', e, 'attempts', 1) end
-  if r.p then redis.call('HSET', e, 'processedAt', r.at) end
-  if r.clr then redis.call('HDEL', e, 'errorName', 'errorMessage')
-  elseif r.en then redis.call('HSET', e, 'errorName', r.en, 'errorMessage', r.em) end
+  if r.p then put('processedAt', r.at) end
+  if r.clr then
+    if not fresh then
+      del[#del + 1] = 'errorName'
+      del[#del + 1] = 'errorMessage'
+    end
+  elseif r.en then
+    put('errorName', r.en)
+    put('errorMessage', r.em)
+  end
   if r.b then
-    redis.call('HSET', e, 'body', r.b)
-    if r.br then redis.call('HSET', e, 'bodyRedacted', 1) else redis.call('HDEL', e, 'bodyRedacted') end
+    put('body', r.b)
+    if r.br then put('bodyRedacted', 1) elseif not fresh then del[#del + 1] = 'bodyRedacted' end
   end
-  if r.rp then
-    redis.call('HINCRBY', e, 'replays', 1)
-    redis.call('HSET', e, 'replayedAt', r.at)
-  end
+  if #set > 0 then redis.call('HSET', e, unpack(set)) end
+  if #del > 0 then redis.call('HDEL', e, unpack(del)) end
   redis.call('PEXPIRE', e, ret)
 end
 -- Self-maintaining, with bounded work per call: the expired first, then the oldest past the bound.

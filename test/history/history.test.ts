@@ -168,6 +168,29 @@ function describeHistory(engine: string, make: (options: { keepBodies?: boolean;
       for (const row of refusals) expect(row.claimedIds.length).toBeLessThanOrEqual(10)
     }, 60_000)
 
+    it('pages through every entry once, newest first, and filters by time, endpoint and outcome', async () => {
+      const at = Date.now() - 1_000_000
+      // Two entries share each millisecond: the cursor must still name each one exactly once.
+      for (let i = 0; i < 120; i++) history.record({ id: `page-${String(i).padStart(3, '0')}`, endpoint: i % 3 === 0 ? 'other' : 'default', at: at + Math.floor(i / 2), outcome: i % 4 === 0 ? 'failed' : 'processed', status: 200 })
+      await history.flush()
+      const seen: string[] = []
+      let cursor: string | undefined
+      for (let page = 0; page < 10; page++) {
+        const got = await history.list({ limit: 50, since: at, until: at + 60, ...(cursor && { cursor }) })
+        seen.push(...got.entries.map((e) => e.id))
+        cursor = got.cursor
+        if (!cursor) break
+      }
+      expect(seen.length).toBe(120)
+      expect(new Set(seen).size).toBe(120)
+      const times = seen.map((id) => Math.floor(Number(id.slice(5)) / 2))
+      expect(times).toEqual([...times].sort((a, b) => b - a))
+      const failedOther = await history.list({ endpoint: 'other', outcome: 'failed', since: at, until: at + 60, limit: 500 })
+      expect(failedOther.entries.map((e) => e.id).sort()).toEqual(Array.from({ length: 120 }, (_, i) => i).filter((i) => i % 3 === 0 && i % 4 === 0).map((i) => `page-${String(i).padStart(3, '0')}`))
+      const window = await history.list({ since: at + 10, until: at + 20, limit: 500 })
+      expect(window.entries).toHaveLength(20)
+    })
+
     it('a replay of a delivery whose body was not kept says so and offers the resend', async () => {
       const { createWebhookReceiver } = await import('svc-webhooks')
       const receiver = createWebhookReceiver({ secret: SECRET, on: { 'message.received': () => undefined }, history, log: false })
