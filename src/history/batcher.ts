@@ -38,7 +38,7 @@ export class Batcher {
   push(record: HistoryRecord): void {
     if (this.pending.length >= MAX_PENDING) {
       this.counts.dropped++
-      this.say(`svc-webhooks: ${this.name}: ${MAX_PENDING} records wait for a server that does not answer; newer ones are dropped (counted in stats().dropped). Deliveries are answered as usual.`)
+      this.say(`svc-webhooks: ${this.name}: ${MAX_PENDING} records wait to be written (the server is slow or does not answer); newer ones are dropped (counted in stats().dropped). Deliveries are answered as usual.`)
       return
     }
     this.pending.push(record)
