@@ -18,6 +18,13 @@ import type {
   WebhookHistory,
 } from './types.js'
 
+/**
+ * The base of every engine: extend it for a history of your own, implementing the storage
+ * methods; the hooks and `replay` come with it.
+ *
+ * @example
+ * class MyHistory extends HistoryBase { record(r) { ... } list(q) { ... } ... }
+ */
 export abstract class HistoryBase implements WebhookHistory {
   abstract readonly keepBodies: boolean
   abstract readonly redact: ((event: unknown) => unknown) | undefined

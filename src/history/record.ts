@@ -84,7 +84,12 @@ export function recordProcessed(history: WebhookHistory, result: ProcessedResult
 /** Why a replay could not run. */
 export type ReplayErrorCode = 'not_found' | 'body_not_kept' | 'no_handler' | 'history_unavailable'
 
-/** A replay that could not run; `code` says why. A body not kept: resend it through the service instead. */
+/**
+ * A replay that could not run; `code` says why. A body not kept: resend it through the service instead.
+ *
+ * @example
+ * try { await receiver.replay(id) } catch (error) { if (error.code === 'body_not_kept') await service.deliveries.resend(id) }
+ */
 export class ReplayError extends Error {
   override readonly name = 'ReplayError'
   readonly code: ReplayErrorCode
