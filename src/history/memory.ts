@@ -31,7 +31,7 @@ export class MemoryHistory extends HistoryBase {
   readonly maxEntries: number
   readonly maxBodyBytes: number
   private readonly now: () => number
-  private readonly entries = new Map<string, { entry: HistoryEntry; seq: number }>()
+  private readonly entries = new Map<string, HistoryEntry>()
   /** Latest key of each id, for `get(id)` without an endpoint. */
   private readonly latest = new Map<string, string>()
   /** Keys in arrival order from `head`; `base` is the sequence number of `order[0]`. */
@@ -55,9 +55,9 @@ export class MemoryHistory extends HistoryBase {
   record(record: HistoryRecord): void {
     const key = keyOf(record.endpoint, record.id)
     const found = this.entries.get(key)
-    if (found) mergeRecord(found.entry, record)
+    if (found) mergeRecord(found, record)
     else {
-      this.entries.set(key, { entry: mergeRecord(undefined, record), seq: this.base + this.order.length })
+      this.entries.set(key, mergeRecord(undefined, record))
       this.order.push(key)
       this.latest.set(record.id, key)
       this.trim()
@@ -75,10 +75,10 @@ export class MemoryHistory extends HistoryBase {
     while (this.head < this.order.length) {
       const key = this.order[this.head]!
       const found = this.entries.get(key)
-      if (found && this.entries.size <= this.maxEntries && found.entry.updatedAt >= oldest) break
+      if (found && this.entries.size <= this.maxEntries && found.updatedAt >= oldest) break
       if (found) {
         this.entries.delete(key)
-        if (this.latest.get(found.entry.id) === key) this.latest.delete(found.entry.id)
+        if (this.latest.get(found.id) === key) this.latest.delete(found.id)
       }
       this.head++
     }
@@ -96,9 +96,8 @@ export class MemoryHistory extends HistoryBase {
     if (after !== undefined) index = Math.min(index, Number(after[0]) - this.base - 1)
     const entries: HistoryEntry[] = []
     for (; index >= this.head; index--) {
-      const found = this.entries.get(this.order[index]!)
-      if (!found) continue
-      const e = found.entry
+      const e = this.entries.get(this.order[index]!)
+      if (!e) continue
       if (e.receivedAt < since || e.receivedAt >= until) continue
       if (query.endpoint !== undefined && e.endpoint !== query.endpoint) continue
       if (query.outcome !== undefined && e.outcome !== query.outcome) continue
@@ -112,7 +111,7 @@ export class MemoryHistory extends HistoryBase {
   async get(id: string, endpoint?: string): Promise<HistoryEntry | undefined> {
     const key = endpoint === undefined ? this.latest.get(id) : keyOf(endpoint, id)
     const found = key === undefined ? undefined : this.entries.get(key)
-    return found ? { ...found.entry } : undefined
+    return found ? { ...found } : undefined
   }
 
   async refusals(since?: number): Promise<RefusalCount[]> {
