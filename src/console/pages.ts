@@ -6,6 +6,7 @@
 import type { DeadLetter, InboxStats } from '../contracts/inbox.js'
 import type { HistoryEntry, HistoryPage, HistoryQuery, HistoryStats, RefusalCount } from '../history/types.js'
 import { HISTORY_OUTCOMES } from '../history/types.js'
+import { sanitizeMessage } from '../history/text.js'
 import type { ReceiverStats } from '../visibility.js'
 import { html, Html, time } from './html.js'
 
@@ -64,7 +65,7 @@ ${r ? html`<h2>Receiver</h2><div class="cards" id="receiver">${streak}${answers}
 ${d.inbox ? html`<h2>Inbox and worker</h2><div class="cards" id="inbox">${card('waiting or running', d.inbox.depth)}${card('oldest, seconds', Math.round(d.inbox.oldestAgeMs / 1000))}${card('retrying', d.inbox.retrying, d.inbox.retrying > 0 ? 'warn' : '')}${card('dead letters', d.inbox.dead, d.inbox.dead > 0 ? 'bad' : 'ok')}${d.workerActive !== undefined ? card('running now', d.workerActive) : ''}${d.flow ? card('flow', d.flow.paused ? 'paused' : 'running', d.flow.paused ? 'warn' : 'ok') : ''}</div>
 ${d.flow ? html`<p>${d.flow.paused ? action(ctx, 'resume', 'Resume every worker', {}) : action(ctx, 'pause', 'Pause every worker', {}, true)} <span class="muted">Receivers keep answering 202 while paused.</span></p>` : ''}` : ''}
 ${ep ? html`<h2>The endpoint as the service sees it</h2>${ep === 'missing' ? html`<p class="bad">The service has no endpoint <code>${d.endpointId}</code>.</p>` : html`<div class="cards" id="endpoint">${card('at the service', ep.enabled ? 'enabled' : 'disabled', ep.enabled ? 'ok' : 'bad')}${card('consecutive failures (disabled at 20)', ep.consecutive_failures, ep.consecutive_failures > 0 ? 'warn' : 'ok')}</div>
-<dl><dt>endpoint</dt><dd><code>${ep.id}</code> ${ep.label ?? ''}</dd><dt>url</dt><dd><code>${ep.url ?? ''}</code></dd><dt>last error</dt><dd>${ep.last_error ?? '—'}</dd><dt>last delivery</dt><dd>${ep.last_delivery_at ?? '—'}</dd></dl>
+<dl><dt>endpoint</dt><dd><code>${ep.id}</code> ${ep.label ?? ''}</dd><dt>url</dt><dd><code>${ep.url ?? ''}</code></dd><dt>last error</dt><dd>${ep.last_error === null ? '—' : sanitizeMessage(ep.last_error, 500)}</dd><dt>last delivery</dt><dd>${ep.last_delivery_at ?? '—'}</dd></dl>
 ${ep.enabled ? '' : action(ctx, 'enable', 'Enable the endpoint', {})}`}` : ''}
 ${d.history ? html`<h2>History</h2><div class="cards" id="history-stats">${card('entries kept', d.history.size)}${card('records written', d.history.stats.recorded)}${card('records lost to an outage', d.history.stats.failed + d.history.stats.dropped, d.history.stats.failed + d.history.stats.dropped > 0 ? 'bad' : 'ok')}</div>
 <h2>Latest deliveries</h2>${entriesTable(d.history.recent)}` : ''}`
@@ -119,7 +120,7 @@ export function deadPage(ctx: PageContext, letters: DeadLetter[]): Html {
   const decoder = new TextDecoder()
   return html`<h1>Dead letters</h1>
 ${letters.length === 0 ? html`<p class="muted">No dead letters.</p>` : html`<table><thead><tr><th>delivery</th><th>endpoint</th><th>reason</th><th>attempts</th><th>handed out</th><th>dead since</th><th></th></tr></thead><tbody>
-${letters.map((l) => html`<tr data-id="${l.id}"><td><code>${l.id}</code></td><td>${l.endpoint}</td><td>${l.lastError}</td><td>${l.attempts}</td><td>${l.takes}</td><td>${time(l.deadAt)}</td><td>${action(ctx, 'requeue', 'Requeue', { key: l.keys[0] })} ${action(ctx, 'purge', 'Purge', { key: l.keys[0] }, true)}</td></tr>
+${letters.map((l) => html`<tr data-id="${l.id}"><td><code>${l.id}</code></td><td>${l.endpoint}</td><td>${sanitizeMessage(l.lastError, 500)}</td><td>${l.attempts}</td><td>${l.takes}</td><td>${time(l.deadAt)}</td><td>${action(ctx, 'requeue', 'Requeue', { key: l.keys[0] })} ${action(ctx, 'purge', 'Purge', { key: l.keys[0] }, true)}</td></tr>
 ${ctx.showBodies ? html`<tr><td colspan="7">${bodyBlock(ctx, decoder.decode(l.rawBody))}</td></tr>` : ''}`)}
 </tbody></table>`}`
 }
