@@ -271,6 +271,44 @@ describeWithRedis('RedisHistory', () => {
     async ({ keepBodies, prefix }) => new RedisHistory({ client: connect(server.url), prefix, keepBodies: keepBodies ?? false, log: false }),
     async () => new RedisHistory({ client: connect('redis://127.0.0.1:1'), timeoutMs: 200, log: false }),
   )
+  it('a history server killed, hung and restarted mid-traffic never changes or delays an answer', async () => {
+    const own = await startRedisServer()
+    const client = new Redis(own.url, { maxRetriesPerRequest: 1, enableOfflineQueue: false })
+    client.on('error', () => {})
+    const history = new RedisHistory({ client, timeoutMs: 300, log: false })
+    const server = await ADAPTERS.express!({ secret: SECRET, on: { 'message.received': () => undefined }, history, log: false })
+    const send = async (from: number) => {
+      for (let i = from; i < from + 10; i++) {
+        const started = Date.now()
+        expect((await deliver(server.url, message('live'), `live-${i}`)).status).toBe(200)
+        // The answer never waits for the history's server.
+        expect(Date.now() - started).toBeLessThan(1000)
+      }
+      await history.flush()
+    }
+    try {
+      await send(0)
+      expect(history.stats().failed).toBe(0)
+      own.pause()
+      await send(10)
+      own.resume()
+      await own.kill()
+      await send(20)
+      const lost = history.stats().failed
+      expect(lost).toBeGreaterThan(0)
+      await own.start()
+      // Bounded: ioredis reconnects within a few seconds.
+      for (let i = 0; i < 100 && client.status !== 'ready'; i++) await new Promise((r) => setTimeout(r, 50))
+      await send(30)
+      expect(history.stats().failed).toBe(lost)
+      expect(await history.get('live-35')).toMatchObject({ outcome: 'processed', deliveries: 1 })
+    } finally {
+      await server.close()
+      client.disconnect()
+      await own.stop()
+    }
+  }, 60_000)
+
   it('keeps every key in one Cluster slot: the prefix gets a hash tag', () => {
     expect(new RedisHistory({ client: connect(server.url), prefix: 'app:h:' }).prefix).toBe('{app:h:}')
     expect(new RedisHistory({ client: connect(server.url) }).prefix).toBe('{svc-webhooks:history}:')
