@@ -1,6 +1,6 @@
 /**
  * The write path of the engines that talk to a server (Redis, Postgres). A record is queued and
- * written with the others of its moment in one round trip, off the request path: the delivery's
+ * written with the others of the next 20 ms in one round trip, off the request path: the delivery's
  * answer never waits for the history, so an outage cannot delay or change it. A queue that keeps
  * growing (the server is down) is capped: past it records are dropped and counted. A failed write
  * is counted and logged once a minute, never retried in a loop.
@@ -32,7 +32,7 @@ export class Batcher {
     private readonly name: string,
     private readonly log: ((line: string) => void) | undefined,
     private readonly now: () => number,
-    private readonly delayMs = 2,
+    private readonly delayMs = 20,
   ) {}
 
   push(record: HistoryRecord): void {
