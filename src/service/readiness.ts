@@ -9,7 +9,7 @@ import { hmacHex, importSecret } from '#crypto'
 import { isWebhookVerificationError } from '../errors.js'
 import { HEADER_ID, HEADER_SIGNATURE_V2, HEADER_TIMESTAMP } from '../headers.js'
 import { errorLabel } from '../log-window.js'
-import { isSecretSource } from '../secret-source.js'
+import { isSecretSource } from '../secrets/index.js'
 import type { Readiness, ReadinessParts } from '../contracts/watch.js'
 
 export type { ReadinessParts } from '../contracts/watch.js'

@@ -28,12 +28,14 @@ const NEW = 'svc_whsec_SourcesNewSecret1111111111'
  * A receiver on `source` taken through a rotation the way rotateEndpointSecret writes it:
  * pending (a new-secret delivery is 503 secret_pending), [new, old] (both verify), [new].
  */
-async function rotateThrough(source: SecretSource & { write(state: SecretState): Promise<void> | void }) {
+async function rotateThrough(source: SecretSource & { write: NonNullable<SecretSource['write']> }) {
   const lines: string[] = []
   const runs: string[] = []
   const receiver = createWebhookReceiver({
     secret: source,
     secretRereadMs: 10,
+    // Short, so the pending step is answered 503 here; holding a pending mismatch has its own tests.
+    pendingHoldMs: 30,
     log: (line) => lines.push(line),
     on: { 'message.received': (_e, d) => void runs.push(d.id) },
   })
@@ -45,7 +47,7 @@ async function rotateThrough(source: SecretSource & { write(state: SecretState):
   await source.write({ secrets: [OLD] })
   const early = randomUUID()
   const steps = [await send(OLD)]
-  await source.write({ secrets: [OLD], pendingUntil: Date.now() + 60_000 })
+  await source.write({ secrets: [OLD], pending: [{ id: randomUUID(), owner: 'test', forMs: 60_000 }] })
   steps.push(await send(NEW, early))
   await source.write({ secrets: [NEW, OLD] })
   steps.push(await send(NEW, early), await send(OLD))
