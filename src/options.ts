@@ -161,7 +161,7 @@ export function resolveVerifyOptions(options: VerifyOptions): ResolvedVerifyOpti
   }
   // Past 9.5 s the sender has given up on the attempt: a 503 it never reads is one more failure.
   if (typeof pendingHoldMs !== 'number' || !Number.isFinite(pendingHoldMs) || pendingHoldMs < 0 || pendingHoldMs > 9500) {
-    fail('`pendingHoldMs` must be a number of milliseconds from 0 to 9500 (default 8000): the sender waits 10 s for an answer.')
+    fail('`pendingHoldMs` must be 0 to 9500 ms: the sender waits 10 s.')
   }
   const resolved: ResolvedVerifyOptions = {
     ...(secrets ? { secrets } : isSecretSource(secret) ? { source: secret } : { lookup: secret as SecretLookup<unknown> }),

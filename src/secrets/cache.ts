@@ -131,9 +131,8 @@ export class SourceCache implements SecretRecheck {
     if (!this.holding(set)) return mismatch
     return new WebhookVerificationError(
       'secret_pending',
-      'No signature matched the secrets the secret source holds while it says a secret change is in progress (pending), ' +
-        'though the source was re-read until the sender\'s time was nearly up: answered 503 with Retry-After, so the sender ' +
-        'retries once the new secret is stored. If this lasts, the rotation or ' +
+      'No signature matched the secrets the secret source holds, and it says a secret change is in progress (pending): ' +
+        'answered 503 with Retry-After, so the sender retries once the new secret is stored. If this lasts, the rotation or ' +
         'registration stopped midway: run it again, or write the new secret to the source.',
     )
   }
@@ -181,7 +180,7 @@ export class SourceCache implements SecretRecheck {
     let pending = this.pendingOf(marks ?? [], pendingUntil ?? undefined, at)
     if (pending <= at) pending = 0
     if (secrets.length === 0 && pending <= at) {
-      throw this.failed(unusable('`secrets` is empty and no change is pending (no mark, or each held longer than its time or maxPendingMs)'))
+      throw this.failed(unusable('`secrets` is empty and no change is pending'))
     }
     const previous = this.set
     let set: SourceSecretSet

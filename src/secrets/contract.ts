@@ -91,7 +91,7 @@ export function isSecretSource(value: unknown): value is SecretSource {
 
 /** Why a value read from a source cannot be used, never quoting it; undefined when it can. */
 export function stateProblem(state: unknown): string | undefined {
-  if (typeof state !== 'object' || state === null || Array.isArray(state)) return 'it is not an object { secrets: string[], pending?: [...] }'
+  if (typeof state !== 'object' || state === null || Array.isArray(state)) return 'it is not an object { secrets: string[] }'
   const { secrets, pendingUntil, pending, version } = state as { secrets?: unknown; pendingUntil?: unknown; pending?: unknown; version?: unknown }
   if (!Array.isArray(secrets)) return '`secrets` is not a list of strings'
   for (const s of secrets) {
@@ -106,11 +106,11 @@ export function stateProblem(state: unknown): string | undefined {
     for (const mark of pending as unknown[]) {
       const { id, owner, forMs } = (mark ?? {}) as { id?: unknown; owner?: unknown; forMs?: unknown }
       if (typeof id !== 'string' || id === '' || typeof owner !== 'string' || owner === '' || typeof forMs !== 'number' || !Number.isFinite(forMs) || forMs < 0) {
-        return 'a mark in `pending` is not { id: string, owner: string, forMs: number }'
+        return 'a mark in `pending` is not { id, owner, forMs }'
       }
     }
   }
-  if (version != null && (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 0)) return '`version` is not a whole number'
+  if (version != null && !(Number.isSafeInteger(version) && (version as number) >= 0)) return '`version` is not a whole number'
   return undefined
 }
 
