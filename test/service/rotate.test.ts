@@ -160,6 +160,15 @@ describe('rotateEndpointSecret', () => {
     expect(fake.calls.rotateSecret).toBeUndefined()
   })
 
+  it('a source written for an earlier version (write answers nothing, checks nothing) still rotates, and the log says once that two runs are not protected', async () => {
+    const { fake, endpointId, source, lines, log, current } = setup()
+    source.unconditional = true
+    const rotation = await rotateEndpointSecret({ service: fake.service, endpointId, source, graceMs: 0, log })
+    await rotation.finished
+    expect(source.state).toEqual({ secrets: [current()] })
+    expect(lines.filter((line) => line.includes('does not say whether it wrote'))).toHaveLength(1)
+  })
+
   it('rejects invalid options at the call', async () => {
     const { fake, endpointId, source } = setup()
     const readOnly = { read: () => ({ secrets: [OLD] }) }
