@@ -239,7 +239,9 @@ describeWithRedis('endpoint lifecycle bars', () => {
   }
 
   it('a2: two rotations 200 ms apart, and a rotation whose answer takes 3 s: no permanent 4xx, none lost, none twice, never disabled', async () => {
-    const twice = await rotatedUnderLoad('a2', 10, async (rotate) => {
+    const twice = await rotatedUnderLoad('a2', 10, async (rotate, emulator) => {
+      // The first rotation acts first and is answered 500 ms late: the second's answer comes back before it.
+      emulator.faultApiCalls(1, { path: /rotate-secret$/, delayMs: 500 })
       const first = rotate()
       await sleep(200)
       await Promise.all([first, rotate()])
@@ -249,7 +251,7 @@ describeWithRedis('endpoint lifecycle bars', () => {
       emulator.faultApiCalls(1, { path: /rotate-secret$/, delayMs: 3_000 })
       await rotate()
     })
-    console.log(`lifecycle bar a2 (${twice.sent} deliveries each, three receivers, RedisSecretSource): two rotations 200 ms apart ${JSON.stringify(twice)}; rotate answer 3 s late ${JSON.stringify(slow)}`)
+    console.log(`lifecycle bar a2 (${twice.sent} deliveries each, three receivers, RedisSecretSource): two rotations 200 ms apart, the first answered last ${JSON.stringify(twice)}; rotate answer 3 s late ${JSON.stringify(slow)}`)
     for (const figures of [twice, slow]) {
       expect(figures).toMatchObject({ sent: 200, permanent: 0, lost: 0, twice: 0, enabled: true })
       expect(figures.mostFailures).toBeLessThan(20)
