@@ -68,8 +68,10 @@ export interface RotateEndpointSecretOptions {
    */
   graceMs?: number
   /**
-   * How long the receivers answer a mismatch 503 `secret_pending` while the call is made; written
-   * again before each attempt. The receivers honour at most their own bound (60 s by default).
+   * How long each receiver holds a mismatch (then answers 503 `secret_pending`) for this run's
+   * mark, counted on its own clock from when it first sees the mark: a duration, never a time, so
+   * a rotating host whose clock differs changes nothing. A new mark is written before each attempt.
+   * The receivers honour at most their own bound (`maxPendingMs`, 60 s by default).
    * @default 60000
    */
   pendingMs?: number
