@@ -66,6 +66,21 @@ describe('two rotations at once', () => {
     expect(second.endpoint.id).toBe(endpointId)
   })
 
+  it('a run that finishes first removes only its own mark: the other run\'s stays until that run stores its answer', async () => {
+    const fake = fakeService({ label: 'orders' })
+    const endpointId = [...fake.endpoints.keys()][0]!
+    const source = new MemorySource({ secrets: [OLD] })
+    const held = gate()
+    const slow = rotateEndpointSecret({ service: answerHeld(fake.service, held.promise), endpointId, source, graceMs: 60_000, log: false })
+    await until(() => fake.calls.rotateSecret === 1)
+    const slowMark = source.state!.pending![0]!
+    await rotateEndpointSecret({ service: fake.service, endpointId, source, graceMs: 60_000, log: false })
+    expect(source.state!.pending).toEqual([slowMark])
+    held.open()
+    await slow
+    expect(source.state!.pending ?? []).toEqual([])
+  })
+
   it('a run whose write loses to another write reads again and keeps both changes', async () => {
     const fake = fakeService({ label: 'orders' })
     const endpointId = [...fake.endpoints.keys()][0]!
