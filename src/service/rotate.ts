@@ -331,11 +331,16 @@ async function callWhilePending<T>(run: Run, what: string, call: (attempt: numbe
  * `outcomeUnknown` marks it supersedes, conditionally, and tries a failed write a few times: the
  * secret exists nowhere else.
  */
-async function storeAnswer(run: Run, secret: string, superseded: ReadonlySet<string>, what: string): Promise<void> {
+async function storeAnswer(run: Run, secret: string, superseded: ReadonlySet<string>, what: string, before: readonly string[] = []): Promise<void> {
+  let overlapped = false
   try {
     await update(
       run.source,
-      (state) => next(state, unique([secret, ...state.secrets]), marksOf(state).filter((m) => m.owner !== run.owner && !superseded.has(m.id))),
+      (state) => {
+        // A secret neither there at this run's start nor its own: another run was answered meanwhile.
+        overlapped = state.secrets.some((s) => s !== secret && !before.includes(s))
+        return next(state, unique([secret, ...state.secrets]), marksOf(state).filter((m) => m.owner !== run.owner && !superseded.has(m.id)))
+      },
       { tries: WRITE_TRIES },
     )
   } catch (error) {
@@ -350,6 +355,12 @@ async function storeAnswer(run: Run, secret: string, superseded: ReadonlySet<str
       `${what}, but the secret source refused to store the new secret (${errorLabel(error)}), and the service shows it only once. ` +
         'The source stays pending: fix it and rotate again.',
       { cause: error },
+    )
+  }
+  if (overlapped) {
+    run.say(
+      'another run was answered while this one ran: both new secrets are kept (the service signs with whichever it answered last) ' +
+        'until the next rotation\'s grace step; finishEndpointRotation would keep only the newest stored, so do not run it meanwhile.',
     )
   }
 }
@@ -395,7 +406,7 @@ export async function rotateEndpointSecret(options: RotateEndpointSecretOptions)
   if (typeof secret !== 'string' || secret.length === 0) {
     throw new EndpointLifecycleError('outcome_unknown', 'rotate-secret answered without a signing_secret; run it again now (the source stays pending).')
   }
-  await storeAnswer(run, secret, superseded, 'the service rotated the secret')
+  await storeAnswer(run, secret, superseded, 'the service rotated the secret', before)
   const trimAt = now() + graceMs
   say(`new secret stored beside the old one; the old one is dropped in ${Math.round(graceMs / 1000)} s.`)
   const finished = sleep(graceMs).then(async () => {
