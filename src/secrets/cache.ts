@@ -117,6 +117,7 @@ export class SourceCache implements SecretRecheck {
     return next
   }
 
+  /** How long a pending mismatch is held in all (`pendingHoldMs`). */
   get holdMs(): number {
     return this.settings.holdMs
   }
