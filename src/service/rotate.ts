@@ -483,7 +483,8 @@ export interface RegisterEndpointOptions {
  * have this URL are listed first and kept on the mark: a run that resumes (an earlier attempt's
  * answer was lost, or an earlier run stopped after creating) rotates the one endpoint of this URL
  * that is not among them, never one someone else made with the same URL. Resolves the endpoint
- * without its secret; throws an {@link EndpointLifecycleError}.
+ * without its secret; throws an {@link EndpointLifecycleError}, or the client's own error when
+ * that first list fails (nothing was changed then).
  *
  * @example
  * const endpoint = await registerEndpoint({ service, url: 'https://example.com/webhooks/svc', source })
