@@ -23,8 +23,12 @@ export interface EndpointWatchOption {
   /** The endpoint this receiver serves. */
   endpointId: string
   /**
-   * Enable the endpoint again once it is disabled and this receiver is ready (its store or inbox
-   * answers, its secret reads, a signed probe passes its own verification).
+   * Enable the endpoint again once the service disabled it after failures (`last_error` set,
+   * spec §3.2) and this receiver is ready (its store or inbox answers, its secret reads, a signed
+   * probe passes its own verification). Never an operator's disable. When the service disables it
+   * again after such a re-enable with no delivery delivered in between (a receiver holding a
+   * secret other than the service's passes its own probe), it is left disabled until it is
+   * enabled by hand.
    * @default false
    */
   reenable?: boolean
@@ -87,8 +91,9 @@ function checkWatchOption(option: EndpointWatchOption, where: string): void {
 /**
  * Reads an endpoint at start and every `intervalMs`: warns as the service's
  * `consecutive_failures` climbs past 5, 10 and 15, logs `last_error` once when the endpoint is
- * disabled, and with `reenable: true` enables it again once `healthy()` resolves true. The timer
- * is unref'd, so a watch never keeps a process up; `stop()` ends it.
+ * disabled, and with `reenable: true` enables it again once `healthy()` resolves true, if the
+ * service disabled it (`last_error` set), not an operator, and at most once per failed cycle
+ * (see `reenable`). The timer is unref'd, so a watch never keeps a process up; `stop()` ends it.
  *
  * @example
  * const watch = watchEndpoint({
