@@ -132,6 +132,42 @@ describe('the watch re-enables only what the service disabled after failures', (
   })
 })
 
+describe('a re-enable that held is not counted against the next one', () => {
+  it('disabled, re-enabled, deliveries delivered, disabled again by a new outage: re-enabled again', async () => {
+    const s = await setup()
+    const { emulator, service, url } = s
+    const endpoint = await service.endpoints.create({ label: 'watched', url, subscribed_events: [] })
+    let failing = true
+    const receiver = serve(s, {
+      secret: endpoint.signing_secret,
+      log: false,
+      on: {
+        'message.received': () => {
+          if (failing) throw new Error('a dependency is down')
+        },
+      },
+      watch: endpointWatcher({ service, endpointId: endpoint.id, reenable: true, intervalMs: 20 }),
+    })
+    emulator.send(endpoint.id)
+    await until(() => expect(emulator.endpoint(endpoint.id)?.last_error).toBe('HTTP 500'))
+    failing = false
+    await until(() => expect(emulator.endpoint(endpoint.id)?.enabled).toBe(true))
+    // Delivered after the re-enable, and seen so by the watch.
+    await sendSettled(emulator, endpoint.id, 2)
+    const reads = calls(emulator, 'GET')
+    await until(() => expect(calls(emulator, 'GET')).toBeGreaterThanOrEqual(reads + 2))
+
+    // A new outage: the service disables it again (its readiness does not run handlers, so the
+    // watch enables it again at once; what matters is that it does).
+    failing = true
+    emulator.send(endpoint.id)
+    await until(() => expect(calls(emulator, 'PATCH')).toBe(2))
+    failing = false
+    await until(() => expect(emulator.endpoint(endpoint.id)?.enabled).toBe(true))
+    expect((await receiver.stats()).endpoint).not.toHaveProperty('heldBack')
+  })
+})
+
 describe('readiness: a receiver holding a secret other than the service\'s', () => {
   it('is re-enabled once; disabled again with nothing delivered, it is left disabled until enabled by hand', async () => {
     const s = await setup()
