@@ -394,12 +394,18 @@ export function refusedIds(text: string): RefusedInLog {
           list = list.slice(0, counted.index)
         }
         // What the list holds besides UUIDs, for the count of ids no delivery has: the list ends
-        // where the receiver's hint (a sentence, no UUID) begins.
+        // where the receiver's hint (a sentence, no UUID) begins, a logger's JSON wrapper maybe after it.
         const end = list.lastIndexOf('. ')
-        if (end >= 0 && /^[A-Z][^]*\.$/.test(list.slice(end + 2).trimEnd()) && !HAS_UUID.test(list.slice(end))) list = list.slice(0, end)
+        const hint = end >= 0 && /^[A-Z]/.test(list.slice(end + 2)) && !HAS_UUID.test(list.slice(end))
+        if (hint) list = list.slice(0, end)
         const tokens = list.split(' ').filter((token) => token !== '' && token !== '.')
         found.notUuid += tokens.filter((token) => !HAS_UUID.test(token)).length
-        if (!counted && !/\.\s*$/.test(rest) && tokens.length > 0 && !UUID.test(tokens[tokens.length - 1]!)) unread('a summary line cut short in its list of ids')
+        const last = tokens[tokens.length - 1]
+        // The line ends inside what looks like an id: cut short, by a log shipper's line limit.
+        if (!counted && !hint && last !== undefined && /^[0-9a-f-]+$/i.test(last) && !UUID.test(last)) {
+          found.notUuid--
+          unread('a summary line cut short in its list of ids')
+        }
         continue
       }
       if (rest.startsWith(': ') || rest.startsWith(', endpoint ')) continue // A refusal of a request that sent no usable id.
