@@ -243,14 +243,17 @@ function startWatch(
     }
     view.disabledBy = 'service'
     if (ours) {
+      // Disabled again since this watch enabled it. A `last_delivery_at` that moved says a
+      // delivery got through in between, even one no read saw (the emulator sets it on a 2xx;
+      // §2.1 does not say more); otherwise the re-enable did not help.
+      heldBack = found.last_delivery_at === ours.lastDelivery
       ours = undefined
-      heldBack = true
     }
     if (!disabledSaid) {
       disabledSaid = true
       say(
         `disabled by the service (last_error: ${printable(found.last_error, 200)}). It receives nothing until enabled again` +
-          (reenable && !heldBack ? '; it will be, once this receiver is ready.' : ': `watch: { reenable: true }`, or `svc-webhooks endpoints enable`.'),
+          (!reenable ? ': `watch: { reenable: true }`, or `svc-webhooks endpoints enable`.' : heldBack ? '.' : '; it will be, once this receiver is ready.'),
       )
     }
     if (!reenable) return
