@@ -412,6 +412,11 @@ export function refusedIds(text: string): RefusedInLog {
       unread(`a ${ours[1]} line of svc-webhooks in a form this version does not read`)
       continue
     }
+    if (/svc-webhooks: other lines: [\d,]+ more in .*, delivery ids? /.test(raw)) {
+      // Past 100 kinds at once the log counts every further kind together, 5xx and 4xx alike.
+      unread('a summary of lines of more kinds than the log keeps apart: its ids are not all refusals, so none is taken')
+      continue
+    }
     if (raw.trimStart().startsWith('{')) {
       let logged: { outcome?: unknown; status?: unknown; id?: unknown }
       try {
