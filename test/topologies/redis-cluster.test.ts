@@ -9,17 +9,18 @@
  *
  * - the store path: a receiver with `RedisStore`, the handler in the request;
  * - the inbox path: a receiver with `RedisInbox` and an inbox worker, the primary of the inbox's
- *   slot killed.
+ *   slot killed;
+ * - BullMQ on an ioredis Cluster with `{bull}`: every accepted delivery runs once.
  *
  * Also, without a cluster running: what is refused at construction and why (a RedisInbox prefix
  * without a hash tag on a Cluster client, BullMQ on a node-redis Cluster or an untagged prefix).
  */
 import { Cluster } from 'ioredis'
 import { createCluster } from 'redis'
-import { Queue } from 'bullmq'
+import { Queue, Worker } from 'bullmq'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createInboxWorker, type IdempotencyStore, type WebhookInbox } from 'svc-webhooks'
-import { BullMQInbox } from 'svc-webhooks/bullmq'
+import { BullMQInbox, createBullMQProcessor } from 'svc-webhooks/bullmq'
 import { createNodeHandler } from 'svc-webhooks/node'
 import { RedisInbox, RedisStore } from 'svc-webhooks/redis'
 import { describeWithService } from '../support/services.js'
@@ -108,6 +109,28 @@ describeWithService('Redis Cluster (6 nodes on 127.0.0.1, a shard primary killed
   const handler = (runs: Map<string, number>) => ({
     'message.received': (_event: unknown, delivery: { id: string }) => void runs.set(delivery.id, (runs.get(delivery.id) ?? 0) + 1),
   })
+
+  it("BullMQ on an ioredis Cluster with prefix '{bull}': every accepted delivery runs once", async () => {
+    const { cluster } = await start('ioredis')
+    const connection = () => {
+      const c = new Cluster(cluster.nodes, { maxRetriesPerRequest: null } as never)
+      c.on('error', () => {})
+      return c
+    }
+    const queue = new Queue('webhooks', { connection: connection(), prefix: '{bull}' })
+    closing.push(() => queue.close())
+    const runs = new Map<string, number>()
+    const worker = new Worker('webhooks', createBullMQProcessor({ on: handler(runs), log: false }), { connection: connection(), prefix: '{bull}' })
+    worker.on('error', () => {})
+    closing.push(() => worker.close(true))
+    const http = await listen(createNodeHandler({ secret: SECRET, inbox: new BullMQInbox({ queue }), log: false }))
+    closing.push(() => http.close())
+    const sent = await sendAtRate({ urls: [`${http.url}/`], secret: SECRET, count: 30, rate: 60, disableAfter: 20 })
+    expect(sent.delivered.size).toBe(30)
+    for (let i = 0; i < 100 && runs.size < 30; i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(runs.size).toBe(30)
+    expect([...runs.values()].every((n) => n === 1)).toBe(true)
+  }, 60_000)
 
   for (const kind of ['ioredis', 'node-redis'] as const) {
     it(`${kind}: the store path with RedisStore's default prefix: never disabled, 0 permanent 4xx, 0 lost, 0 run twice, and a resend of all runs none again`, async () => {
