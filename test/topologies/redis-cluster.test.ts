@@ -7,7 +7,8 @@
  * disables the endpoint), permanent 4xx, lost (2xx, never run), run twice. Then it resends every
  * delivery (a user's `resend`): each must be answered 2xx and none run again.
  *
- * - the store path: a receiver with `RedisStore`, the handler in the request;
+ * - the store path: a receiver with `RedisStore`, the handler in the request (and a
+ *   `RedisSecretSource` written and read through the Cluster);
  * - the inbox path: a receiver with `RedisInbox` and an inbox worker, the primary of the inbox's
  *   slot killed;
  * - BullMQ on an ioredis Cluster with `{bull}`: every accepted delivery runs once.
@@ -22,7 +23,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { createInboxWorker, type IdempotencyStore, type WebhookInbox } from 'svc-webhooks'
 import { BullMQInbox, createBullMQProcessor } from 'svc-webhooks/bullmq'
 import { createNodeHandler } from 'svc-webhooks/node'
-import { RedisInbox, RedisStore } from 'svc-webhooks/redis'
+import { RedisInbox, RedisSecretSource, RedisStore } from 'svc-webhooks/redis'
 import { describeWithService } from '../support/services.js'
 import { listen } from '../support/servers.js'
 import { redisClusterSkipReason, slotOf, startRedisCluster, type RedisCluster } from '../../tools/redis-cluster.mjs'
@@ -139,6 +140,10 @@ describeWithService('Redis Cluster (6 nodes on 127.0.0.1, a shard primary killed
       // that: an operation waits through it inside the sender's 10 s instead of answering 503 at
       // the default 2 s (each 503 counts toward the 20 that disable the endpoint).
       const store = new RedisStore({ client: client as never, timeoutMs: 8_000 })
+      // The secret source (one key per operation) reads back what it wrote through the Cluster.
+      const source = new RedisSecretSource({ client: client as never, key: `svc-webhooks:secret:ep-${kind}` })
+      await source.write({ secrets: [SECRET] })
+      expect((await source.read()).secrets).toEqual([SECRET])
       const runs = new Map<string, number>()
       // The shard holding slot 0 serves a third of the dedupe keys.
       const figures = await run({ receiver: { secret: SECRET, store: store as IdempotencyStore, on: handler(runs) }, runs, cluster, slot: 0 })
