@@ -10,7 +10,8 @@ import { isRedisCluster } from '../clients/redis-keys.js'
 
 /** The default prefix before it carried a hash tag. */
 export const LEGACY_PREFIX = 'svc-webhooks:inbox:'
-const TAGGED_PREFIX = '{svc-webhooks:inbox}:'
+/** RedisInbox's default prefix: its hash tag keeps every key of the inbox in one Cluster slot. */
+export const DEFAULT_PREFIX = '{svc-webhooks:inbox}:'
 
 // ARGV: from, to, cursor, pattern, count. Renames each key of one SCAN page from `from` to `to`;
 // where `to` already holds the key (receivers on the new prefix appended meanwhile), the sorted
@@ -84,7 +85,7 @@ export interface MoveRedisInboxPrefixOptions {
  * import { moveRedisInboxPrefix } from 'svc-webhooks/redis'
  * await moveRedisInboxPrefix({ client: new Redis(process.env.REDIS_URL!) }) // svc-webhooks:inbox: -> {svc-webhooks:inbox}:
  */
-export async function moveRedisInboxPrefix({ client, from = LEGACY_PREFIX, to = TAGGED_PREFIX, batch = 500 }: MoveRedisInboxPrefixOptions): Promise<{ moved: number; merged: number }> {
+export async function moveRedisInboxPrefix({ client, from = LEGACY_PREFIX, to = DEFAULT_PREFIX, batch = 500 }: MoveRedisInboxPrefixOptions): Promise<{ moved: number; merged: number }> {
   const run = adapt(client, 'moveRedisInboxPrefix')
   if (isRedisCluster(client)) throw new TypeError('svc-webhooks: moveRedisInboxPrefix runs on a single Redis server: on a Cluster the old prefix never held a working inbox.')
   if (typeof from !== 'string' || typeof to !== 'string' || from === '' || from === to || to.startsWith(from)) {

@@ -61,7 +61,7 @@ import { positiveOption } from '../option-checks.js'
 import { adapt, isRedisRefusal, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
 import { inboxDeadline, unchecked } from '../clients/deadline.js'
 import { isRedisCluster, requireHashTag } from '../clients/redis-keys.js'
-import { LEGACY_PREFIX, legacyWarnings } from './redis-move.js'
+import { DEFAULT_PREFIX, LEGACY_PREFIX, legacyWarnings } from './redis-move.js'
 import { APPEND, BURY, COMPLETE, DEAD, EXTEND, EXTRA, PURGE, RELEASE, REQUEUE, RETRY, SETTINGS, STATS, TAKE } from './redis-scripts.js'
 
 /** Options of {@link RedisInbox}. */
@@ -95,8 +95,6 @@ export interface RedisInboxOptions {
 
 const decoder = new TextDecoder()
 const MAX_TAKE = 1000
-/** The default prefix: its hash tag keeps every key of the inbox in one Cluster slot. */
-const DEFAULT_PREFIX = '{svc-webhooks:inbox}:'
 /** What a dead letter that cannot be read says, in place of its last error. */
 const UNREADABLE = 'svc-webhooks: RedisInbox found an entry it cannot read under its prefix (was a key changed by hand?): moved to the dead letters; purge(key) deletes it.'
 
