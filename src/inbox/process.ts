@@ -141,8 +141,7 @@ function runWithDeadline(
   scope: TelemetryScope | undefined,
 ): Promise<Settled> {
   return new Promise<Settled>((resolve) => {
-    // A handler that throws synchronously is a failure like a rejection.
-    const running = new Promise<unknown>((run) => run(scope ? scope.run(() => handler(event, delivery)) : handler(event, delivery)))
+    // The deadline counts from before the handler is called (its synchronous part included).
     const timer = setTimeout(() => {
       const error = namedError('TimeoutError', `handler timed out after ${timeoutMs} ms`)
       controller.abort(error)
@@ -152,6 +151,8 @@ function runWithDeadline(
       clearTimeout(timer)
       resolve(result)
     }
+    // A handler that throws synchronously is a failure like a rejection.
+    const running = new Promise<unknown>((run) => run(scope ? scope.run(() => handler(event, delivery)) : handler(event, delivery)))
     running.then(
       () => settle({ ok: true }),
       (error: unknown) => settle({ ok: false, error }),
