@@ -45,6 +45,7 @@ describe('a handler past its deadline is not run again beside itself', () => {
       } finally {
         await worker.stop(1_000)
       }
+      console.log(`[deadline] inbox worker ${withStore ? 'with a MemoryStore' : 'without a store'}: handler started ${slow.counts.started} time(s), ${slow.counts.mostAtOnce} at once`)
       expect(slow.counts).toEqual({ started: 1, ended: 1, running: 0, mostAtOnce: 1 })
       const outcomes = results.map((r) => r.outcome)
       expect(outcomes[0]).toBe('retrying')
