@@ -10,3 +10,4 @@ export type { IORedisLikeClient, NodeRedisLikeClient } from '../clients/redis.js
 export { RedisInbox, type RedisInboxOptions } from '../inbox/redis.js'
 export { RedisSecretSource, type RedisSecretSourceOptions } from '../stores/redis-secret-source.js'
 export { RedisHistory, type RedisHistoryOptions } from '../history/redis.js'
+export { moveRedisInboxPrefix, type MoveRedisInboxPrefixOptions } from '../inbox/redis-move.js'
