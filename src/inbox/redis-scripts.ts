@@ -194,3 +194,6 @@ return { redis.call('ZCARD', KEYS[1]), age, redis.call('SCARD', P .. 'retrying')
 // ARGV: prefix. INFO works inside a script where CONFIG GET does not ("not allowed from script"):
 // replies the persistence and memory sections.
 export const SETTINGS = `return { redis.call('INFO', 'persistence'), redis.call('INFO', 'memory') }`
+
+// The ordering scripts (redis-order-scripts.ts) build on the same prelude and fields.
+export { PRELUDE as PRELUDE_TEXT, FIELDS as FIELDS_TEXT }
