@@ -4,6 +4,7 @@
  * Every clock reading is the database's `now()`.
  */
 import { quoteTable } from '../clients/postgres.js'
+import { createOrderingSql } from './postgres-order-sql.js'
 
 export const DEFAULT_TABLE = 'svc_webhooks_inbox'
 /** Room for the longest derived name, `<table>_keys_processed`, within Postgres's 63 bytes. */
@@ -98,7 +99,8 @@ CREATE TABLE IF NOT EXISTS ${k} (
   completed_by text
 );
 ${upgrade(k, 'completed_by', 'ADD COLUMN IF NOT EXISTS completed_by text')}
-CREATE INDEX IF NOT EXISTS "${base}_keys_processed" ON ${k} (processed_until) WHERE processed_until IS NOT NULL;`
+CREATE INDEX IF NOT EXISTS "${base}_keys_processed" ON ${k} (processed_until) WHERE processed_until IS NOT NULL;
+${createOrderingSql(table)}`
 }
 
 /** The columns a taken entry or a dead letter is read with, from the deliveries table as `alias`. */

@@ -68,6 +68,9 @@ import {
   type WebhookInbox,
 } from '../contracts/inbox.js'
 import { DEFAULT_RETENTION_MS } from '../contracts/store.js'
+import type { Admission, FlowEngine, OrderedTake, OrderingEngine, PauseState, Placement } from '../contracts/ordering.js'
+import { PostgresOrder } from './postgres-order.js'
+import { flowStats } from './flow-stats.js'
 
 export { createInboxTableSql }
 
@@ -171,12 +174,14 @@ function delivery(row: Row): InboxDelivery {
  * createInboxWorker({ inbox, on: { 'message.received': save } }).start()
  * setInterval(() => inbox.sweep().catch(console.error), 60_000).unref()
  */
-export class PostgresInbox implements WebhookInbox {
+export class PostgresInbox implements WebhookInbox, OrderingEngine, FlowEngine {
   readonly table: string
   readonly retentionMs: number
   readonly timeoutMs: number
   private readonly pool: PostgresPool
   private readonly sql: Statements
+  /** Ordering and flow control (src/inbox/postgres-order.ts). */
+  private readonly order: PostgresOrder
 
   constructor({ pool, client, table = DEFAULT_TABLE, retentionMs = DEFAULT_RETENTION_MS, timeoutMs = 2000 }: PostgresInboxOptions) {
     if (client !== undefined) {
@@ -201,6 +206,13 @@ export class PostgresInbox implements WebhookInbox {
     this.table = table
     this.retentionMs = retentionMs
     this.timeoutMs = timeoutMs
+    this.order = new PostgresOrder({
+      table,
+      run: (what, attempt) => this.run(what, attempt),
+      query: (text, values) => this.pool.query(text, values),
+      transaction: (work) => this.transaction(work),
+      entryOf: (row) => entryOf(row as Row),
+    })
   }
 
   /**
@@ -260,14 +272,7 @@ export class PostgresInbox implements WebhookInbox {
         this.run('take', () => this.pool.query(this.sql.handBack, [keys, leases])).catch(() => undefined)
       },
     )
-    return (rows as Row[]).map((row) => ({
-      ...delivery(row),
-      attempts: row.attempts,
-      takes: row.takes,
-      retriesSince: Math.round(row.retries_since_ms),
-      lease: row.lease!,
-      ...(row.last_error !== null ? { lastError: row.last_error } : {}),
-    }))
+    return (rows as Row[]).map(entryOf)
   }
 
   async complete(entry: InboxEntry): Promise<boolean> {
@@ -330,7 +335,27 @@ export class PostgresInbox implements WebhookInbox {
 
   async stats(): Promise<InboxStats> {
     const row = await this.first<{ depth: number; oldest_age_ms: number; retrying: number; dead: number }>('stats', this.sql.stats, [])
-    return { depth: row.depth, oldestAgeMs: Math.round(row.oldest_age_ms), retrying: row.retrying, dead: row.dead }
+    return { depth: row.depth, oldestAgeMs: Math.round(row.oldest_age_ms), retrying: row.retrying, dead: row.dead, ...flowStats(await this.flow()) }
+  }
+
+  // Order within a conversation and flow control (src/contracts/ordering.ts), kept in postgres-order.ts.
+  takeOrdered(max: number, visibilityMs: number, options: { placeLeaseMs: number; poke: readonly string[] }): Promise<OrderedTake> {
+    return this.order.takeOrdered(max, visibilityMs, options)
+  }
+  place(placements: readonly Placement[]): Promise<boolean[]> {
+    return this.order.place(placements)
+  }
+  admit(want: number, rate?: { perSecond: number; burst: number }): Promise<Admission> {
+    return this.order.admit(want, rate)
+  }
+  refund(tokens: number, rate: { perSecond: number; burst: number }): Promise<void> {
+    return this.order.refund(tokens, rate)
+  }
+  setPause(paused: boolean, by?: string, expected?: number): Promise<PauseState | undefined> {
+    return this.order.setPause(paused, by, expected)
+  }
+  flow(): Promise<{ pause: PauseState; perSecond?: number }> {
+    return this.order.flow()
   }
 
   /** Runs one operation within the deadline, its failure an InboxError. */
@@ -368,6 +393,18 @@ export class PostgresInbox implements WebhookInbox {
       connection.release(broken)
       throw error
     }
+  }
+}
+
+/** A taken row as an entry. */
+function entryOf(row: Row): InboxEntry {
+  return {
+    ...delivery(row),
+    attempts: row.attempts,
+    takes: row.takes,
+    retriesSince: Math.round(row.retries_since_ms),
+    lease: row.lease!,
+    ...(row.last_error !== null ? { lastError: row.last_error } : {}),
   }
 }
 

@@ -96,7 +96,7 @@ export async function runScenario(inbox: WebhookInbox & OrderingEngine, scenario
     await sleep(5)
   }
   await Promise.all(workers.map((worker) => worker.stop(1000)))
-  const dead = (await inbox.dead(Infinity)).map((letter) => ({ id: letter.id }))
+  const dead = (await inbox.dead(100_000)).map((letter) => ({ id: letter.id }))
   return { deliveries, runs, dead }
 }
 
