@@ -86,6 +86,12 @@ DO $$ BEGIN
 END $$;`
 }
 
+/** The flow state as stats columns (`paused`, `paused_by`, `per_second`), for the inbox's stats statement. */
+export function flowColumns(table: string): string {
+  const { flow: f } = orderNames(table)
+  return `(SELECT paused FROM ${f} WHERE id = 1) AS paused, (SELECT paused_by FROM ${f} WHERE id = 1) AS paused_by, (SELECT per_second FROM ${f} WHERE id = 1) AS per_second`
+}
+
 const ms = (param: string) => `interval '1 millisecond' * ${param}::float8`
 
 /** The columns a taken entry is read with (as postgres-sql.ts reads them). */

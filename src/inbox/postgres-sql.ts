@@ -4,7 +4,7 @@
  * Every clock reading is the database's `now()`.
  */
 import { quoteTable } from '../clients/postgres.js'
-import { createOrderingSql } from './postgres-order-sql.js'
+import { createOrderingSql, flowColumns } from './postgres-order-sql.js'
 
 export const DEFAULT_TABLE = 'svc_webhooks_inbox'
 /** Room for the longest derived name, `<table>_keys_processed`, within Postgres's 63 bytes. */
@@ -16,6 +16,8 @@ export interface Names {
   keys: string
   /** The unqualified table name, for index names (an index lives in its table's schema). */
   base: string
+  /** The table name as given (schema-qualified or not). */
+  table: string
 }
 
 /**
@@ -32,7 +34,7 @@ export function names(table: unknown): Names {
     // Postgres would silently cut `<table>_keys` to 63 bytes, and it could become `<table>` itself.
     throw new TypeError(`svc-webhooks: PostgresInbox \`table\` must be at most ${MAX_TABLE_NAME} characters (after the schema), so that \`<table>_keys\` and its index names fit Postgres's 63.`)
   }
-  return { deliveries, keys: quoteTable(`${table as string}_keys`, 'PostgresInbox'), base }
+  return { deliveries, keys: quoteTable(`${table as string}_keys`, 'PostgresInbox'), base, table: table as string }
 }
 
 /**
@@ -141,7 +143,7 @@ export type Statements = Record<
  * const sql = statements(names('svc_webhooks_inbox'))
  * await pool.query(sql.take, [10, 60_000])
  */
-export function statements({ deliveries: d, keys: k }: Names): Statements {
+export function statements({ deliveries: d, keys: k, table }: Names): Statements {
   // $1 is the primary key and $2 the lease in every statement that uses it.
   const held = `lease = $2 AND state = 'queued' AND visible_at > now()`
   return {
@@ -234,7 +236,8 @@ SELECT EXISTS (SELECT 1 FROM gone) AS done`,
   (SELECT count(*) FROM ${d} WHERE state = 'queued')::int AS depth,
   COALESCE((SELECT GREATEST(0, extract(epoch FROM now() - min(received_at)) * 1000) FROM ${d} WHERE state = 'queued'), 0)::float8 AS oldest_age_ms,
   (SELECT count(*) FROM ${d} WHERE state = 'queued' AND attempts > 0)::int AS retrying,
-  (SELECT count(*) FROM ${d} WHERE state = 'dead')::int AS dead`,
+  (SELECT count(*) FROM ${d} WHERE state = 'dead')::int AS dead,
+  ${flowColumns(table)}`,
     // The outer test is not redundant: a DELETE that waited on a key an append has just taken
     // over re-checks only its own WHERE on the newest row version (READ COMMITTED), where
     // processed_until is null; the sub-select alone, read from the older snapshot, would

@@ -334,8 +334,9 @@ export class PostgresInbox implements WebhookInbox, OrderingEngine, FlowEngine {
   }
 
   async stats(): Promise<InboxStats> {
-    const row = await this.first<{ depth: number; oldest_age_ms: number; retrying: number; dead: number }>('stats', this.sql.stats, [])
-    return { depth: row.depth, oldestAgeMs: Math.round(row.oldest_age_ms), retrying: row.retrying, dead: row.dead, ...flowStats(await this.flow()) }
+    const row = await this.first<{ depth: number; oldest_age_ms: number; retrying: number; dead: number; paused: boolean | null; paused_by: string | null; per_second: number | null }>('stats', this.sql.stats, [])
+    const flow = { pause: { paused: row.paused === true, version: 0, ...(row.paused_by !== null ? { by: row.paused_by } : {}) }, ...(row.per_second !== null ? { perSecond: Number(row.per_second) } : {}) }
+    return { depth: row.depth, oldestAgeMs: Math.round(row.oldest_age_ms), retrying: row.retrying, dead: row.dead, ...flowStats(flow) }
   }
 
   // Order within a conversation and flow control (src/contracts/ordering.ts), kept in postgres-order.ts.

@@ -360,8 +360,11 @@ export class RedisInbox implements WebhookInbox, OrderingEngine, FlowEngine {
   }
 
   async stats(): Promise<InboxStats> {
-    const [depth, oldestAgeMs, retrying, dead] = rows(await this.call('stats', STATS, [])).map((value) => Number(value))
-    return { depth: depth ?? 0, oldestAgeMs: oldestAgeMs ?? 0, retrying: retrying ?? 0, dead: dead ?? 0, ...flowStats(await this.flow()) }
+    const reply = rows(await this.call('stats', STATS, []))
+    const [depth, oldestAgeMs, retrying, dead] = reply.slice(0, 4).map((value) => Number(value))
+    const [paused, by, perSecond] = rows(reply[4]).map((value) => (present(value) ? text(value) : ''))
+    const flow = { pause: { paused: paused === '1', version: 0, ...(by ? { by } : {}) }, ...(perSecond ? { perSecond: Number(perSecond) } : {}) }
+    return { depth: depth ?? 0, oldestAgeMs: oldestAgeMs ?? 0, retrying: retrying ?? 0, dead: dead ?? 0, ...flowStats(flow) }
   }
 
   // Order within a conversation and flow control (src/contracts/ordering.ts), kept in redis-order.ts.
