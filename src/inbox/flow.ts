@@ -59,6 +59,17 @@ export class FlowGate {
     return { granted: admission.granted, waitMs: admission.granted > 0 ? 0 : Math.max(1, admission.waitMs) }
   }
 
+  /**
+   * Whether deliveries just taken may start: a pause written between the admission and the take
+   * is seen here, so what that take brought is handed back instead of started.
+   */
+  async open(): Promise<boolean> {
+    if (!this.engine) return true
+    const admission = await this.engine.admit(0)
+    this.observe(admission.pause)
+    return !admission.pause.paused
+  }
+
   /** Gives back what was admitted but not started. */
   async refund(unused: number): Promise<void> {
     if (!this.engine || !this.rate || unused <= 0) return

@@ -515,6 +515,10 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
       throw error
     }
     await flow.refund(granted - entries.length)
+    if (entries.length > 0 && !(await flow.open().catch(() => true))) {
+      await Promise.all(entries.map(handBack))
+      return { entries: [], waitMs: 0 }
+    }
     return { entries, ...(wait !== undefined && { waitMs: wait }) }
   }
 

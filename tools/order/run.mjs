@@ -45,11 +45,11 @@ function shuffle(list) {
  * @param {{
  *   engine: 'redis' | 'postgres', url: string, conversations: number, messages: number, workers?: number,
  *   concurrency?: number, failRate?: number, poison?: number, kill?: boolean, ordered?: boolean, handlerMs?: number,
- *   visibilityMs?: number, appendPerMs?: number, timeoutMs?: number, shuffled?: boolean,
+ *   visibilityMs?: number, timeoutMs?: number, shuffled?: boolean, maxRetryAgeMs?: number,
  * }} options
  */
 export async function runOrderedProcesses(options) {
-  const { engine, url, conversations, messages, workers = 3, concurrency = 10, failRate = 0.1, poison = 0, kill = true, ordered = true, handlerMs = 2, visibilityMs = 2000, timeoutMs = 120_000, shuffled = true } = options
+  const { engine, url, conversations, messages, workers = 3, concurrency = 10, failRate = 0.1, poison = 0, kill = true, ordered = true, handlerMs = 2, visibilityMs = 2000, timeoutMs = 120_000, shuffled = true, maxRetryAgeMs = 4000 } = options
   const dir = mkdtempSync(join(tmpdir(), 'svc-webhooks-order-'))
   const log = join(dir, 'runs.log')
   const { inbox, close } = await openInbox({ engine, url })
@@ -76,6 +76,7 @@ export async function runOrderedProcesses(options) {
     ORDER_CONCURRENCY: String(concurrency),
     ORDER_VISIBILITY_MS: String(visibilityMs),
     ORDER_HANDLER_MS: String(handlerMs),
+    ORDER_MAX_RETRY_AGE_MS: String(maxRetryAgeMs),
   }
   const children = Array.from({ length: workers }, (_, i) => startChild({ name: `order worker ${i + 1}`, script: join(here, 'worker.mjs'), env }))
   let killedPid = -1
