@@ -1,0 +1,45 @@
+/**
+ * `npm run bench:order`: what order within a conversation costs (DESIGN.md "Order within a
+ * conversation"), in one run, side by side, on a redis-server and a Postgres of its own on
+ * 127.0.0.1. Each row: 3 worker processes (concurrency 10 each, a handler that waits 5 ms, as
+ * one that calls a model or a database does) draining message.received deliveries appended in a
+ * shuffled order while they run, once with `ordering: byConversation` and once without, no
+ * failures. Figures are deliveries per second from the first append until the inbox is empty.
+ *
+ * - many conversations: 200 conversations × 10 messages. Target: ordered ≥ 90 % of unordered.
+ * - one hot conversation: 1 conversation × 200 messages. Ordered, one message runs at a time
+ *   whatever the concurrency: its rate is about 1 / (handler time + a take and an ack), the
+ *   ceiling of a single conversation, and the price of the order it asked for.
+ *
+ *   node bench/order.mjs [--engines redis,postgres] [--rounds 1]
+ */
+import { parseArgs } from 'node:util'
+import { startRedisServer } from '../tools/redis.mjs'
+import { startPostgresServer } from '../tools/postgres.mjs'
+import { runOrderedProcesses } from '../tools/order/run.mjs'
+
+const { values } = parseArgs({ options: { engines: { type: 'string', default: 'redis,postgres' } } })
+const shapes = [
+  { name: 'many conversations (200 × 10)', conversations: 200, messages: 10 },
+  { name: 'one hot conversation (1 × 200)', conversations: 1, messages: 200 },
+]
+console.log('engine    shape                            unordered/s  ordered/s  ordered vs unordered')
+for (const engine of values.engines.split(',')) {
+  const server = engine === 'redis' ? await startRedisServer() : await startPostgresServer()
+  try {
+    for (const shape of shapes) {
+      const run = (ordered) =>
+        runOrderedProcesses({ engine, url: server.url, ...shape, workers: 3, concurrency: 10, failRate: 0, poison: 0, kill: false, ordered, handlerMs: 5, timeoutMs: 300_000 })
+      // Each on a fresh inbox: the table or keys of the first are emptied by the time it ends.
+      const unordered = await run(false)
+      const ordered = await run(true)
+      if (ordered.problems.length > 0) console.log(`  ordered run broke the rules: ${ordered.problems[0]}`)
+      const u = unordered.figures.perSecond
+      const o = ordered.figures.perSecond
+      const target = shape.conversations > 1 ? (o >= 0.9 * u ? ' (target ≥ 90 %: met)' : ' (target ≥ 90 %: NOT met)') : ' (one at a time, by design)'
+      console.log(`${engine.padEnd(10)}${shape.name.padEnd(33)}${String(u).padStart(11)}${String(o).padStart(11)}  ${((o / u) * 100).toFixed(0)} %${target}`)
+    }
+  } finally {
+    await server.stop()
+  }
+}
