@@ -119,7 +119,7 @@ function columns(alias: string): string {
   ].join(', ')
 }
 
-export type OrderStatements = Record<'lock' | 'leaseToPlace' | 'placing' | 'heads' | 'place' | 'admit' | 'read' | 'refund' | 'setPause', string>
+export type OrderStatements = Record<'lock' | 'take' | 'place' | 'admit' | 'read' | 'refund' | 'setPause', string>
 
 export function orderStatements(table: string): OrderStatements {
   const { deliveries: d, order: o, flow: f } = orderNames(table)
@@ -129,19 +129,25 @@ export function orderStatements(table: string): OrderStatements {
   return {
     // $1: the inbox's table name. One lock per inbox, held until the take's transaction ends.
     lock: `SELECT pg_advisory_xact_lock(hashtext($1)) AS locked`,
-    // $1 max, $2 placing lease ms. Unplaced due rows, leased to be placed.
-    leaseToPlace: `WITH due AS (
+    // $1 placing batch, $2 placing lease ms, $3 max heads, $4 visibility ms. One statement, run
+    // under the lock: unplaced due rows are leased to be placed (kind 'place'); only when there
+    // are none and none is being placed are heads leased (kind 'run'): for each key nobody runs,
+    // the lowest order (strict: due or not, so a retrying head holds its key; otherwise the lowest
+    // that is due), oldest first. A row of kind 'busy' says another worker is placing.
+    take: `WITH due AS (
   SELECT key FROM ${d} WHERE state = 'queued' AND order_key IS NULL AND visible_at <= now()
   ORDER BY visible_at LIMIT $1
   FOR UPDATE SKIP LOCKED
-)
-UPDATE ${d} AS d SET lease = gen_random_uuid()::text, visible_at = now() + ${ms('$2')}, placing_until = now() + ${ms('$2')}
-FROM due WHERE d.key = due.key
-RETURNING ${columns('d')}`,
-    // $1 max, $2 visibility ms. Nothing while a delivery is being placed; otherwise the heads of
-    // keys nobody runs: the lowest order (strict: due or not, so a retrying head holds its key;
-    // otherwise the lowest that is due), oldest keys first.
-    heads: `WITH busy AS (
+),
+to_place AS (
+  UPDATE ${d} AS d SET lease = gen_random_uuid()::text, visible_at = now() + ${ms('$2')}, placing_until = now() + ${ms('$2')}
+  FROM due WHERE d.key = due.key
+  RETURNING ${columns('d')}
+),
+placers AS (
+  SELECT 1 FROM ${d} WHERE state = 'queued' AND order_key IS NULL AND placing_until > now() AND visible_at > now() LIMIT 1
+),
+busy AS (
   SELECT DISTINCT order_key FROM ${d} WHERE state = 'queued' AND order_key IS NOT NULL AND lease IS NOT NULL AND visible_at > now()
 ),
 candidates AS (
@@ -151,19 +157,20 @@ candidates AS (
   ORDER BY order_key, order_at, key
 ),
 chosen AS (
-  SELECT key FROM candidates WHERE visible_at <= now() ORDER BY order_at LIMIT $1
+  SELECT key FROM candidates
+  WHERE visible_at <= now() AND NOT EXISTS (SELECT 1 FROM due) AND NOT EXISTS (SELECT 1 FROM placers)
+  ORDER BY order_at LIMIT $3
 ),
 leased AS (
-  UPDATE ${d} AS d SET lease = gen_random_uuid()::text, visible_at = now() + ${ms('$2')}, takes = d.takes + 1
+  UPDATE ${d} AS d SET lease = gen_random_uuid()::text, visible_at = now() + ${ms('$4')}, takes = d.takes + 1
   FROM chosen WHERE d.key = chosen.key
   RETURNING ${columns('d')}
 )
-SELECT leased.*, (o.last IS NOT NULL AND leased.order_at < o.last) AS late
-FROM leased LEFT JOIN ${o} AS o ON o.order_key = leased.order_key`,
-    // Whether a delivery is being placed now (then no head is handed out).
-    placing: `SELECT EXISTS (
-  SELECT 1 FROM ${d} WHERE state = 'queued' AND order_key IS NULL AND placing_until > now() AND visible_at > now()
-) AS busy`,
+SELECT 'place' AS kind, to_place.*, false AS late FROM to_place
+UNION ALL
+SELECT 'run', leased.*, (o.last IS NOT NULL AND leased.order_at < o.last) FROM leased LEFT JOIN ${o} AS o ON o.order_key = leased.order_key
+UNION ALL
+SELECT 'busy', ${Array.from({ length: 17 }, () => 'NULL').join(', ')}, false WHERE NOT EXISTS (SELECT 1 FROM due) AND EXISTS (SELECT 1 FROM placers)`,
     // $1 keys, $2 leases, $3 order keys, $4 orders, $5 strict. The placing lease must still be held.
     place: `UPDATE ${d} AS d SET order_key = p.order_key, order_at = p.order_at, order_strict = p.strict, lease = NULL, visible_at = now(), placing_until = NULL
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::boolean[]) AS p (key, lease, order_key, order_at, strict)

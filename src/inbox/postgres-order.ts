@@ -43,16 +43,12 @@ export class PostgresOrder {
     return this.host.run('takeOrdered', () =>
       this.host.transaction<OrderedTake>(async (db) => {
         await db.query(this.sql.lock, [this.host.table])
-        const toPlace = (await db.query(this.sql.leaseToPlace, [PLACE_BATCH, Math.max(1, placeLeaseMs)])) as Rows
-        if (toPlace.rows.length > 0) return { result: { place: toPlace.rows.map((row) => this.host.entryOf(row)), run: [], busy: false }, commit: true }
-        const placing = (await db.query(this.sql.placing, [])) as Rows
-        if ((placing.rows[0] as { busy?: boolean } | undefined)?.busy === true) return { result: { place: [], run: [], busy: true }, commit: true }
-        if (wanted === 0) return { result: { place: [], run: [], busy: false }, commit: true }
-        const heads = (await db.query(this.sql.heads, [wanted, visibilityMs])) as Rows
-        const run: OrderedEntry[] = heads.rows.map((row) => {
-          const r = row as { order_key: string; late: boolean }
-          return { ...this.host.entryOf(row), orderKey: r.order_key, late: r.late === true }
-        })
+        const { rows } = (await db.query(this.sql.take, [PLACE_BATCH, Math.max(1, placeLeaseMs), wanted, visibilityMs])) as Rows
+        const kinds = rows as { kind: string; order_key: string; late: boolean }[]
+        if (kinds.some((row) => row.kind === 'busy')) return { result: { place: [], run: [], busy: true }, commit: true }
+        const place = kinds.filter((row) => row.kind === 'place').map((row) => this.host.entryOf(row))
+        if (place.length > 0) return { result: { place, run: [], busy: false }, commit: true }
+        const run: OrderedEntry[] = kinds.filter((row) => row.kind === 'run').map((row) => ({ ...this.host.entryOf(row), orderKey: row.order_key, late: row.late === true }))
         return { result: { place: [], run, busy: false }, commit: true }
       }),
     )
