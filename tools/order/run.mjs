@@ -84,9 +84,10 @@ export async function runOrderedProcesses(options) {
   let killedPid = -1
   let killAt = Infinity
   let finished = false
-  let started = now()
+  /** @type {number} */
+  let started
   /** @type {Record<string, unknown>[]} */
-  let stopped = []
+  let stopped
   try {
     await Promise.all(children.map((child) => child.ready))
     // Timed from the first append: process start-up is not the inbox's throughput.
