@@ -4,7 +4,7 @@
  * processing policy their processors hand to {@link processDelivery}, and the option checks.
  * Each engine file only says how its queue stores a job and how its worker acks one.
  */
-import { refuseOrdering } from '../inbox/ordering.js'
+import { refuseOrdering } from '../inbox/ordering-refused.js'
 import { fromBase64, toBase64 } from '../base64.js'
 import type { WebhookHandler, WebhookHandlers } from '../contracts/handler.js'
 import { DEFAULT_RETENTION_MS, isIdempotencyStore, type IdempotencyStore } from '../contracts/store.js'

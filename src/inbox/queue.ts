@@ -31,7 +31,7 @@ import type { WebhookTelemetry } from '../telemetry.js'
 import { type AppendResult, type InboxDelivery, type WebhookInboxProducer } from '../contracts/inbox.js'
 import { processDelivery, retryDelay, type InboxWorkerResult, type ProcessPolicy } from './process.js'
 import { storedError } from './text.js'
-import { refuseOrdering } from './ordering.js'
+import { refuseOrdering } from './ordering-refused.js'
 
 /** The parts of a Queue producer binding (`env.WEBHOOK_QUEUE`) the inbox uses (structural: no workers-types needed). */
 export interface QueueProducerLike {
