@@ -5,7 +5,7 @@
 // then Postgres, each on a private server on 127.0.0.1. Prints the figures and the rules broken;
 // exits 1 when any rule broke or a delivery was lost or succeeded twice.
 //   --engines redis,postgres  --conversations 100  --messages 20  --workers 3  --fail-rate 0.1
-// test/inbox/ordering-processes.test.ts runs the same harness at 40 × 10.
+// test/inbox/ordering-processes.test.ts runs the same harness and size with a 4 s retry budget.
 import { parseArgs } from 'node:util'
 import { startRedisServer } from '../tools/redis.mjs'
 import { startPostgresServer } from '../tools/postgres.mjs'

@@ -13,7 +13,7 @@ import { startRedisServer, type RedisServer } from '../../tools/redis.mjs'
 import { startPostgresServer, type PostgresServer } from '../../tools/postgres.mjs'
 import { runOrderedProcesses } from '../../tools/order/run.mjs'
 
-const SIZE = { conversations: 40, messages: 10, workers: 3, failRate: 0.1, poison: 3, kill: true }
+const SIZE = { conversations: 100, messages: 20, workers: 3, failRate: 0.1, poison: 5, kill: true }
 
 function expectOrdered(result: Awaited<ReturnType<typeof runOrderedProcesses>>): void {
   expect(result.finished).toBe(true)
@@ -34,7 +34,7 @@ describeWithRedis('ordering across 3 worker processes on RedisInbox, one killed'
 
   it('per conversation in created_at order, never overlapping, 0 lost, 0 twice, dead letters release their key', async () => {
     expectOrdered(await runOrderedProcesses({ engine: 'redis', url: server.url, ...SIZE }))
-  }, 120_000)
+  }, 180_000)
 })
 
 describeWithPostgres('ordering across 3 worker processes on PostgresInbox, one killed', () => {
@@ -46,5 +46,5 @@ describeWithPostgres('ordering across 3 worker processes on PostgresInbox, one k
 
   it('per conversation in created_at order, never overlapping, 0 lost, 0 twice, dead letters release their key', async () => {
     expectOrdered(await runOrderedProcesses({ engine: 'postgres', url: server.url, ...SIZE }))
-  }, 120_000)
+  }, 180_000)
 })
