@@ -155,7 +155,8 @@ export class OrderedTaker {
         await this.engine.place(taken.place.map((entry) => this.placement(entry)))
         continue
       }
-      if (taken.busy) return { run: [], waitMs: 10 }
+      // Another worker is placing: a round trip or two away from done.
+      if (taken.busy) return { run: [], waitMs: 5 }
       return { run: taken.run.map((entry) => this.checked(entry)) }
     }
     return { run: [], waitMs: 0 }

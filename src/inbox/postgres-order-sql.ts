@@ -127,8 +127,9 @@ export function orderStatements(table: string): OrderStatements {
   const granted = `GREATEST(0, LEAST($1::float8, floor(${avail})))`
   const pause = `t.paused, t.paused_by, COALESCE((extract(epoch FROM t.paused_since) * 1000)::float8, 0) AS since_ms, t.version`
   return {
-    // $1: the inbox's table name. One lock per inbox, held until the take's transaction ends.
-    lock: `SELECT pg_advisory_xact_lock(hashtext($1)) AS locked`,
+    // One lock per inbox, held until the take's transaction ends. The name is a checked identifier
+    // (letters, digits, underscores, one dot): it holds no quote.
+    lock: `SELECT pg_advisory_xact_lock(hashtext('${table}')) AS locked`,
     // $1 placing batch, $2 placing lease ms, $3 max heads, $4 visibility ms. One statement, run
     // under the lock: unplaced due rows are leased to be placed (kind 'place'); only when there
     // are none and none is being placed are heads leased (kind 'run'): for each key nobody runs,

@@ -42,8 +42,12 @@ export class PostgresOrder {
     // Heads need no poke here: a key is free the moment its head's row changes.
     return this.host.run('takeOrdered', () =>
       this.host.transaction<OrderedTake>(async (db) => {
-        await db.query(this.sql.lock, [this.host.table])
-        const { rows } = (await db.query(this.sql.take, [PLACE_BATCH, Math.max(1, placeLeaseMs), wanted, visibilityMs])) as Rows
+        // The lock and the take in one round trip (the lock is held until COMMIT): a multi-statement
+        // query takes no parameters, so the numbers are written in (whole numbers, checked here).
+        const values = [PLACE_BATCH, Math.max(1, Math.ceil(placeLeaseMs)), wanted, Math.max(1, Math.ceil(visibilityMs))].map((n) => String(Math.floor(n)))
+        const text = `${this.sql.lock};\n${this.sql.take.replace(/\$(\d)/g, (_, i: string) => values[Number(i) - 1]!)}`
+        const results = (await db.query(text, [])) as unknown as Rows[] | Rows
+        const { rows } = Array.isArray(results) ? results[results.length - 1]! : results
         const kinds = rows as { kind: string; order_key: string; late: boolean }[]
         if (kinds.some((row) => row.kind === 'busy')) return { result: { place: [], run: [], busy: true }, commit: true }
         const place = kinds.filter((row) => row.kind === 'place').map((row) => this.host.entryOf(row))
