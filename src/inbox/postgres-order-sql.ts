@@ -92,6 +92,20 @@ export function flowColumns(table: string): string {
   return `(SELECT paused FROM ${f} WHERE id = 1) AS paused, (SELECT paused_by FROM ${f} WHERE id = 1) AS paused_by, (SELECT per_second FROM ${f} WHERE id = 1) AS per_second`
 }
 
+/**
+ * A CTE for the inbox's sweep statement ($1 limit, $2 retention ms): deletes the last-order
+ * records of keys untouched for the retention and with no delivery queued (a late one is told by it).
+ */
+export function sweepOrderCte(table: string): string {
+  const { deliveries: d, order: o } = orderNames(table)
+  return `order_gone AS (
+  DELETE FROM ${o} AS o WHERE o.order_key IN (
+    SELECT order_key FROM ${o} WHERE updated_at < now() - ${ms('$2')} LIMIT $1
+  ) AND o.updated_at < now() - ${ms('$2')}
+    AND NOT EXISTS (SELECT 1 FROM ${d} WHERE order_key = o.order_key AND state = 'queued')
+)`
+}
+
 const ms = (param: string) => `interval '1 millisecond' * ${param}::float8`
 
 /** The columns a taken entry is read with (as postgres-sql.ts reads them). */
@@ -187,6 +201,7 @@ RETURNING d.key`,
 WHERE t.id = 1
 RETURNING ${pause}, t.last_granted AS granted, t.tokens`,
     read: `SELECT ${pause}, t.per_second FROM ${f} AS t WHERE t.id = 1`,
+
     // $1 tokens, $2 burst.
     refund: `UPDATE ${f} SET tokens = LEAST($2::float8, tokens + $1::float8) WHERE id = 1 AND tokens IS NOT NULL`,
     // $1 paused, $2 by, $3 expected version (null: any). A conditional write: no row when it moved.

@@ -4,7 +4,7 @@
  * Every clock reading is the database's `now()`.
  */
 import { quoteTable } from '../clients/postgres.js'
-import { createOrderingSql, flowColumns } from './postgres-order-sql.js'
+import { createOrderingSql, flowColumns, sweepOrderCte } from './postgres-order-sql.js'
 
 export const DEFAULT_TABLE = 'svc_webhooks_inbox'
 /** Room for the longest derived name, `<table>_keys_processed`, within Postgres's 63 bytes. */
@@ -242,7 +242,9 @@ SELECT EXISTS (SELECT 1 FROM gone) AS done`,
     // over re-checks only its own WHERE on the newest row version (READ COMMITTED), where
     // processed_until is null; the sub-select alone, read from the older snapshot, would
     // delete the new delivery's key.
-    sweep: `WITH gone AS (
+    // $2 the retention: ordering's per-key records idle that long go in the same statement.
+    sweep: `WITH ${sweepOrderCte(table)},
+gone AS (
   DELETE FROM ${k} WHERE key IN (SELECT key FROM ${k} WHERE processed_until < now() LIMIT $1) AND processed_until < now() RETURNING 1
 )
 SELECT count(*)::int AS n FROM gone`,

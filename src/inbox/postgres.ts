@@ -233,7 +233,7 @@ export class PostgresInbox implements WebhookInbox, OrderingEngine, FlowEngine {
    * setInterval(() => inbox.sweep().catch(console.error), 60_000).unref()
    */
   async sweep(limit = 10_000): Promise<number> {
-    return (await this.first<{ n: number }>('sweep', this.sql.sweep, [limit])).n
+    return (await this.first<{ n: number }>('sweep', this.sql.sweep, [limit, this.retentionMs])).n
   }
 
   async append(entry: InboxDelivery): Promise<AppendResult> {

@@ -11,6 +11,8 @@ import { PostgresInbox } from 'svc-webhooks/postgres'
 import { describeWithPostgres } from '../support/services.js'
 import { startPostgresServer, type PostgresServer } from '../../tools/postgres.mjs'
 import { orderViolations } from '../../tools/order/check.mjs'
+import { byConversation, createInboxWorker } from 'svc-webhooks'
+import { messageBody } from '../../tools/order/run.mjs'
 import { runScenario, scenarios } from './support/ordering-run.js'
 
 describeWithPostgres('ordering on PostgresInbox', () => {
@@ -38,4 +40,19 @@ describeWithPostgres('ordering on PostgresInbox', () => {
       { numRuns: 25 },
     )
   }, 240_000)
+
+  it('sweep() deletes the last-order record of a key idle past the retention', async () => {
+    const inbox = new PostgresInbox({ pool, table: 'order_sweep', retentionMs: 100 })
+    await inbox.ensureTable()
+    await inbox.append({ keys: ['a'], endpoint: 'default', id: 'a', timestamp: 1, signatureVersion: 'v2', secretIndex: 0, rawBody: messageBody(1, 0), receivedAt: Date.now() })
+    const worker = createInboxWorker({ inbox, ordering: byConversation, pollIntervalMs: 5, log: false, on: { 'message.received': async () => undefined } })
+    worker.start()
+    for (let i = 0; i < 200 && (await inbox.stats()).depth > 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+    await worker.stop()
+    const count = async () => Number((await pool.query('SELECT count(*) AS n FROM order_sweep_order')).rows[0].n)
+    expect(await count()).toBe(1)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    await inbox.sweep()
+    expect(await count()).toBe(0)
+  })
 })
