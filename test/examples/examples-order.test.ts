@@ -59,6 +59,8 @@ describeWithRedis('examples/inbox-order: a reply bot that keeps the conversation
     const paused = await (await fetch(`http://127.0.0.1:${port}/admin/pause?by=the%20test`, { method: 'POST' })).json()
     expect(paused).toMatchObject({ paused: true, pausedBy: 'the test' })
     for (const index of [5, 4, 3, 2, 1]) expect(await send(index)).toBe(202)
+    // The bot logs the pause once it sees the flag (at its next poll), with who paused.
+    await until(() => lines.some((line) => line.includes('paused by the test')))
     await sleep(300)
     expect(answered()).toEqual([])
     expect(await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()).toMatchObject({ depth: 5, paused: true })
@@ -66,7 +68,6 @@ describeWithRedis('examples/inbox-order: a reply bot that keeps the conversation
     await until(() => answered().length === 5)
     expect(answered().map((line) => /"(message \d)"/.exec(line)?.[1])).toEqual(['message 1', 'message 2', 'message 3', 'message 4', 'message 5'])
     expect(answered().map((line) => / #(\d) /.exec(line)?.[1])).toEqual(['1', '2', '3', '4', '5'])
-    expect(lines.some((line) => line.includes('paused by the test'))).toBe(true)
     // Older than message 5, already answered: still answered, marked late.
     expect(await send(0)).toBe(202)
     await until(() => answered().length === 6)
