@@ -6,8 +6,22 @@
  * ordering calls) and `rateLimit` on one that cannot share it are TypeErrors at construction that
  * say why. A pause is logged once per worker with who paused, and shows in stats().
  */
-import { describe, expect, it } from 'vitest'
-import { MemoryInbox, byConversation, createInboxWorker, type InboxDelivery, type WebhookEvent, type WebhookInbox } from 'svc-webhooks'
+import { describe, expect, expectTypeOf, it } from 'vitest'
+import {
+  MemoryInbox,
+  byConversation,
+  createInboxWorker,
+  type FlowEngine,
+  type InboxDelivery,
+  type InboxStats,
+  type InboxWorker,
+  type OrderingEngine,
+  type OrderingKey,
+  type OrderingOption,
+  type VerifiedDelivery,
+  type WebhookEvent,
+  type WebhookInbox,
+} from 'svc-webhooks'
 import { createBullMQProcessor } from 'svc-webhooks/bullmq'
 import { createPgBossHandler } from 'svc-webhooks/pg-boss'
 import { createQueueConsumer } from 'svc-webhooks/cloudflare'
@@ -132,5 +146,17 @@ describe('pause and rate limit on one inbox', () => {
     expect(rate).toBeGreaterThan(45)
     expect(rate).toBeLessThan(55)
     expect((await inbox.stats()).rateLimitPerSecond).toBe(50)
+  })
+})
+
+describe('ordering: public types', () => {
+  it('byConversation is an OrderingKey, delivery.late a boolean, pause and resume on the worker', () => {
+    expectTypeOf(byConversation).toEqualTypeOf<OrderingKey>()
+    expectTypeOf<OrderingOption>().toMatchTypeOf<OrderingKey | { key: OrderingKey; strict?: boolean }>()
+    expectTypeOf<VerifiedDelivery['late']>().toEqualTypeOf<boolean | undefined>()
+    expectTypeOf<InboxWorker['pause']>().toEqualTypeOf<(by?: string) => Promise<void>>()
+    expectTypeOf<InboxStats['paused']>().toEqualTypeOf<boolean | undefined>()
+    // An engine that keeps order implements both interfaces.
+    expectTypeOf<MemoryInbox>().toMatchTypeOf<OrderingEngine & FlowEngine>()
   })
 })
