@@ -2,12 +2,13 @@
  * `npm run bench:order`: what order within a conversation costs (DESIGN.md "Order within a
  * conversation"), in one run, side by side, on a redis-server and a Postgres of its own on
  * 127.0.0.1. Each row: 3 worker processes (concurrency 10 each, a handler that waits 5 ms, as
- * one that calls a model or a database does) draining message.received deliveries appended in a
- * shuffled order while they run, once with `ordering: byConversation` and once without, no
- * failures. Figures are deliveries per second from the first append until the inbox is empty.
+ * one that calls a model or a database does) draining a backlog of message.received deliveries
+ * accepted in a shuffled order while the workers were paused, once with `ordering: byConversation`
+ * and once without, no failures. Figures are deliveries per second from resume() until the inbox
+ * is empty (placing every delivery under its key is part of the ordered figure).
  *
- * - many conversations: 200 conversations × 10 messages. Target: ordered ≥ 90 % of unordered.
- * - one hot conversation: 1 conversation × 200 messages. Ordered, one message runs at a time
+ * - many conversations: 200 conversations × 25 messages. Target: ordered ≥ 90 % of unordered.
+ * - one hot conversation: 1 conversation × 300 messages. Ordered, one message runs at a time
  *   whatever the concurrency: its rate is about 1 / (handler time + a take and an ack), the
  *   ceiling of a single conversation, and the price of the order it asked for.
  *
@@ -20,8 +21,8 @@ import { runOrderedProcesses } from '../tools/order/run.mjs'
 
 const { values } = parseArgs({ options: { engines: { type: 'string', default: 'redis,postgres' } } })
 const shapes = [
-  { name: 'many conversations (200 × 10)', conversations: 200, messages: 10 },
-  { name: 'one hot conversation (1 × 200)', conversations: 1, messages: 200 },
+  { name: 'many conversations (200 × 25)', conversations: 200, messages: 25 },
+  { name: 'one hot conversation (1 × 300)', conversations: 1, messages: 300 },
 ]
 console.log('engine    shape                            unordered/s  ordered/s  ordered vs unordered')
 for (const engine of values.engines.split(',')) {
@@ -29,7 +30,7 @@ for (const engine of values.engines.split(',')) {
   try {
     for (const shape of shapes) {
       const run = (ordered) =>
-        runOrderedProcesses({ engine, url: server.url, ...shape, workers: 3, concurrency: 10, failRate: 0, poison: 0, kill: false, ordered, handlerMs: 5, timeoutMs: 300_000 })
+        runOrderedProcesses({ engine, url: server.url, ...shape, workers: 3, concurrency: 10, failRate: 0, poison: 0, kill: false, ordered, handlerMs: 5, timeoutMs: 300_000, prefill: true })
       // Each on a fresh inbox: the table or keys of the first are emptied by the time it ends.
       const unordered = await run(false)
       const ordered = await run(true)

@@ -7,8 +7,10 @@
  * - `o:<key>`: a ZSET per ordering key, every score 0, members `<order>|<primary key>`: with equal
  *   scores Redis sorts by member bytes, and the order text is fixed-width, so `ZRANGE o:<key> 0 0`
  *   is the head. Completed, buried or purged members are dropped lazily by the take that meets them.
- * - `oh:<key>`: a HASH: `pk` and `lease` of the head being run (the key's holder), and `last`,
- *   the highest order completed, which tells a late delivery. Kept for the retention window.
+ * - `oh:<key>`: a HASH: `pk`, `lease` and `order` of the head last handed out (the key's holder),
+ *   and `last`, the highest order completed, which tells a late delivery: the next take of the
+ *   key finds a holder whose entry is gone (completed) and raises `last` to its order. Kept for
+ *   the retention window.
  * - `okdue`: a ZSET of keys scored by when each is next worth looking at: now for a key with a
  *   new delivery or a finished head (a poke), its holder's lease expiry, or its strict head's
  *   retry time. A take reads the due keys only, never every key.
@@ -81,43 +83,46 @@ local keys = redis.call('ZRANGEBYSCORE', KD, '-inf', now, 'LIMIT', 0, max * 4 + 
 for _, key in ipairs(keys) do
   if #run >= max then break end
   local O, H = P .. 'o:' .. key, P .. 'oh:' .. key
-  local h = redis.call('HMGET', H, 'pk', 'lease', 'last')
+  local h = redis.call('HMGET', H, 'pk', 'lease', 'last', 'order')
   local last = h[3]
   local busy = nil
   if h[1] then
     local hf = redis.call('HMGET', P .. 'e:' .. h[1], 'state', 'lease', 'leaseUntil')
-    if hf[1] == 'waiting' and hf[2] == h[2] and tonumber(hf[3]) > now then busy = tonumber(hf[3]) end
+    if hf[1] == 'waiting' and hf[2] == h[2] and tonumber(hf[3]) > now then
+      busy = tonumber(hf[3])
+    elseif not hf[1] then
+      -- The last holder's entry is gone: completed, unless purged as a dead letter. Every run is
+      -- a holder's, so this sees every completion: its order is what a later, older arrival is
+      -- late against.
+      local v = redis.call('GET', P .. 'k:' .. h[1])
+      if v and v ~= 'p:purged' and h[4] and (not last or h[4] > last) then
+        last = h[4]
+        redis.call('HSET', H, 'last', last)
+      end
+      redis.call('HDEL', H, 'pk', 'lease', 'order')
+      redis.call('PEXPIRE', H, retention)
+    end
   end
-  local chosen, nextAt, blocked = nil, nil, false
+  local chosen, nextAt = nil, nil
   if not busy then
-    -- Every member met is looked at (not only up to the head): a completed one further on still
-    -- raises \`last\`, so the head is known to be late.
-    for _, m in ipairs(redis.call('ZRANGE', O, 0, 99)) do
+    for _, m in ipairs(redis.call('ZRANGE', O, 0, 31)) do
       local pk = string.sub(m, W + 2)
-      local e = P .. 'e:' .. pk
-      local f = redis.call('HMGET', e, 'state', 'lease', 'leaseUntil', 'okey', 'ostrict')
+      local f = redis.call('HMGET', P .. 'e:' .. pk, 'state', 'lease', 'leaseUntil', 'okey', 'ostrict')
       if not f[1] or f[1] == 'dead' or f[4] ~= key then
+        -- Completed, buried, purged or placed again elsewhere: no longer of this key.
         redis.call('ZREM', O, m)
-        -- Gone and not purged: completed. Its order is what a later, older arrival is late against.
-        if not f[1] then
-          local v = redis.call('GET', P .. 'k:' .. pk)
-          local order = string.sub(m, 1, W)
-          if v and v ~= 'p:purged' and (not last or order > last) then
-            last = order
-            redis.call('HSET', H, 'last', order)
-            redis.call('PEXPIRE', H, retention)
-          end
-        end
       elseif f[2] and f[2] ~= '' and tonumber(f[3]) > now then
         busy = tonumber(f[3])
-      elseif not chosen and not blocked then
+        break
+      else
         local score = tonumber(redis.call('ZSCORE', KEYS[1], pk)) or 0
         if score < PARK and score > now then
           -- Retrying: a strict head holds the key until then; otherwise later ones pass.
           if not nextAt or score < nextAt then nextAt = score end
-          if f[5] == '1' then blocked = true end
+          if f[5] == '1' then break end
         else
           chosen = { pk = pk, order = string.sub(m, 1, W) }
+          break
         end
       end
     end
@@ -131,7 +136,7 @@ for _, key in ipairs(keys) do
     row[11] = redis.call('HINCRBY', e, 'takes', 1)
     redis.call('HSET', e, 'lease', lease, 'leaseUntil', now + vis)
     redis.call('ZADD', KEYS[1], now + vis, chosen.pk)
-    redis.call('HSET', H, 'pk', chosen.pk, 'lease', lease)
+    redis.call('HSET', H, 'pk', chosen.pk, 'lease', lease, 'order', chosen.order)
     redis.call('PEXPIRE', H, retention)
     redis.call('ZADD', KD, now + vis, key)
     row[14] = lease
@@ -144,7 +149,7 @@ for _, key in ipairs(keys) do
   elseif redis.call('ZCARD', O) == 0 then
     redis.call('ZREM', KD, key)
   else
-    -- A hundred members met and none runnable nor waiting: looked at again shortly.
+    -- Thirty-two members met and none runnable nor waiting: looked at again shortly.
     redis.call('ZADD', KD, now + 1000, key)
   end
 end

@@ -12,6 +12,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startChild } from '../soak/processes.mjs'
 import { openInbox } from '../soak/engines.mjs'
+import { createInboxWorker } from 'svc-webhooks'
 import { orderViolations } from './check.mjs'
 
 const here = fileURLToPath(new URL('.', import.meta.url))
@@ -45,11 +46,11 @@ function shuffle(list) {
  * @param {{
  *   engine: 'redis' | 'postgres', url: string, conversations: number, messages: number, workers?: number,
  *   concurrency?: number, failRate?: number, poison?: number, kill?: boolean, ordered?: boolean, handlerMs?: number,
- *   visibilityMs?: number, timeoutMs?: number, shuffled?: boolean, maxRetryAgeMs?: number,
+ *   visibilityMs?: number, timeoutMs?: number, shuffled?: boolean, maxRetryAgeMs?: number, prefill?: boolean,
  * }} options
  */
 export async function runOrderedProcesses(options) {
-  const { engine, url, conversations, messages, workers = 3, concurrency = 10, failRate = 0.1, poison = 0, kill = true, ordered = true, handlerMs = 2, visibilityMs = 2000, timeoutMs = 120_000, shuffled = true, maxRetryAgeMs = 4000 } = options
+  const { engine, url, conversations, messages, workers = 3, concurrency = 10, failRate = 0.1, poison = 0, kill = true, ordered = true, handlerMs = 2, visibilityMs = 2000, timeoutMs = 120_000, shuffled = true, maxRetryAgeMs = 4000, prefill = false } = options
   const dir = mkdtempSync(join(tmpdir(), 'svc-webhooks-order-'))
   const log = join(dir, 'runs.log')
   const { inbox, close } = await openInbox({ engine, url })
@@ -80,6 +81,17 @@ export async function runOrderedProcesses(options) {
     ORDER_HANDLER_MS: String(handlerMs),
     ORDER_MAX_RETRY_AGE_MS: String(maxRetryAgeMs),
   }
+  const append = async (p) => {
+    const receivedAt = Date.now()
+    await inbox.append({ keys: [`default:${p.id}`], endpoint: 'default', id: p.id, timestamp: Math.floor(receivedAt / 1000), signatureVersion: 'v2', secretIndex: 0, rawBody: messageBody(p.c, p.index, tag), receivedAt })
+    p.appendedAt = now()
+  }
+  // prefill (throughput): every delivery accepted while the workers are paused, timed from resume().
+  const controller = createInboxWorker({ inbox, on: {}, log: false })
+  if (prefill) {
+    await controller.pause('the order run fills the inbox')
+    for (let i = 0; i < planned.length; i += 200) await Promise.all(planned.slice(i, i + 200).map(append))
+  }
   const children = Array.from({ length: workers }, (_, i) => startChild({ name: `order worker ${i + 1}`, script: join(here, 'worker.mjs'), env }))
   let killedPid = -1
   let killAt = Infinity
@@ -90,18 +102,13 @@ export async function runOrderedProcesses(options) {
   let stopped
   try {
     await Promise.all(children.map((child) => child.ready))
-    // Timed from the first append: process start-up is not the inbox's throughput.
+    // Timed from the first append (or the resume): process start-up is not the inbox's throughput.
     started = now()
+    if (prefill) await controller.resume()
     // Appended while the workers run, a slice at a time, in the shuffled order.
     const slice = Math.max(1, Math.ceil(planned.length / 40))
-    for (let i = 0; i < planned.length; i += slice) {
-      await Promise.all(
-        planned.slice(i, i + slice).map(async (p) => {
-          const receivedAt = Date.now()
-          await inbox.append({ keys: [`default:${p.id}`], endpoint: 'default', id: p.id, timestamp: Math.floor(receivedAt / 1000), signatureVersion: 'v2', secretIndex: 0, rawBody: messageBody(p.c, p.index, tag), receivedAt })
-          p.appendedAt = now()
-        }),
-      )
+    for (let i = 0; i < planned.length && !prefill; i += slice) {
+      await Promise.all(planned.slice(i, i + slice).map(append))
       if (kill && killedPid === -1 && i >= planned.length / 2) {
         killedPid = children[0].pid ?? -1
         killAt = now()
