@@ -56,7 +56,7 @@
  */
 import { isPostgresRefusal, type PostgresQueryable } from '../clients/postgres.js'
 import { positiveOption } from '../option-checks.js'
-import { inboxDeadline, unchecked } from '../clients/deadline.js'
+import { budget, inboxDeadline, unchecked } from '../clients/deadline.js'
 import { DEFAULT_TABLE, createInboxTableSql, names, statements, type Statements } from './postgres-sql.js'
 import {
   InboxError,
@@ -224,7 +224,7 @@ export class PostgresInbox implements WebhookInbox {
     return (await this.first<{ n: number }>('sweep', this.sql.sweep, [limit])).n
   }
 
-  async append(entry: InboxDelivery): Promise<AppendResult> {
+  async append(entry: InboxDelivery, deadline?: number): Promise<AppendResult> {
     const keys = entry.keys
     if (!Array.isArray(keys) || keys.length === 0 || !keys.every((key) => typeof key === 'string')) {
       throw new TypeError('svc-webhooks: PostgresInbox.append needs a delivery with at least one key.')
@@ -241,6 +241,8 @@ export class PostgresInbox implements WebhookInbox {
             const ok = isAccepted(await db.query(this.sql.append, values))
             return { result: ok, commit: ok }
           }),
+      undefined,
+      deadline,
     )
     return accepted ? 'accepted' : 'duplicate'
   }
@@ -334,8 +336,8 @@ export class PostgresInbox implements WebhookInbox {
   }
 
   /** Runs one operation within the deadline, its failure an InboxError. */
-  private run<T>(what: string, attempt: () => Promise<T>, onLate?: (late: T) => void): Promise<T> {
-    return inboxDeadline(`PostgresInbox.${what}`, this.timeoutMs, attempt, { refused: isPostgresRefusal, ...(onLate ? { onLate } : {}) })
+  private run<T>(what: string, attempt: () => Promise<T>, onLate?: (late: T) => void, deadline?: number): Promise<T> {
+    return inboxDeadline(`PostgresInbox.${what}`, budget(this.timeoutMs, deadline), attempt, { refused: isPostgresRefusal, ...(onLate ? { onLate } : {}) })
   }
 
   /** The first row of a statement that always returns one. */

@@ -58,7 +58,7 @@ import { InboxError, type AppendResult, type DeadLetter, type InboxDelivery, typ
 import { DEFAULT_RETENTION_MS } from '../contracts/store.js'
 import { positiveOption } from '../option-checks.js'
 import { adapt, isRedisRefusal, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
-import { inboxDeadline, unchecked } from '../clients/deadline.js'
+import { budget, inboxDeadline, unchecked } from '../clients/deadline.js'
 import { APPEND, BURY, COMPLETE, DEAD, EXTEND, EXTRA, PURGE, RELEASE, REQUEUE, RETRY, SETTINGS, STATS, TAKE } from './redis-scripts.js'
 
 /** Options of {@link RedisInbox}. */
@@ -208,16 +208,16 @@ export class RedisInbox implements WebhookInbox {
   }
 
   /** Runs `script` within the deadline; `args` (after the prefix) may be rebuilt per attempt. */
-  private call(what: string, script: string, args: string[] | (() => string[]), onLate?: (late: unknown) => void): Promise<unknown> {
+  private call(what: string, script: string, args: string[] | (() => string[]), onLate?: (late: unknown) => void, deadline?: number): Promise<unknown> {
     const attempt = () => this.run(script, this.due, [this.prefix, ...(typeof args === 'function' ? args() : args)])
-    return inboxDeadline(`RedisInbox.${what}`, this.timeoutMs, attempt, { refused: isRedisRefusal, ...(onLate ? { onLate } : {}) })
+    return inboxDeadline(`RedisInbox.${what}`, budget(this.timeoutMs, deadline), attempt, { refused: isRedisRefusal, ...(onLate ? { onLate } : {}) })
   }
 
   private async acked(what: string, script: string, args: string[]): Promise<boolean> {
     return Number(await this.call(what, script, args)) === 1
   }
 
-  async append(delivery: InboxDelivery): Promise<AppendResult> {
+  async append(delivery: InboxDelivery, deadline?: number): Promise<AppendResult> {
     const { keys, endpoint, id, timestamp, signatureVersion, secretIndex, rawBody, receivedAt } = delivery
     if (!Array.isArray(keys) || keys.length === 0) throw new TypeError('svc-webhooks: RedisInbox.append needs at least one dedupe key.')
     // Checked here because a script stopped by a bad number keeps the writes it already made
@@ -229,7 +229,7 @@ export class RedisInbox implements WebhookInbox {
     const token = crypto.randomUUID()
     const body = Buffer.from(rawBody.buffer, rawBody.byteOffset, rawBody.byteLength).toString('base64')
     const args = [token, JSON.stringify(keys), endpoint, id, String(timestamp), signatureVersion, String(secretIndex), body, String(receivedAt), delivery.traceparent ?? '', ...keys]
-    const result = text(await this.call('append', APPEND, args))
+    const result = text(await this.call('append', APPEND, args, undefined, deadline))
     if (result === 'accepted' || result === 'duplicate') return result
     throw new InboxError('refused', 'RedisInbox.append', 'svc-webhooks: RedisInbox.append got an unexpected reply from Redis.')
   }

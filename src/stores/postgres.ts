@@ -8,7 +8,7 @@
  */
 import type { ClaimResult, IdempotencyStore } from '../contracts/store.js'
 import { positiveOption } from '../option-checks.js'
-import { withDeadline } from '../clients/deadline.js'
+import { budget, withDeadline } from '../clients/deadline.js'
 import { quoteTable, type PostgresQueryable } from '../clients/postgres.js'
 import { createTableSql, storeStatements, type StoreStatements } from './postgres-sql.js'
 
@@ -98,10 +98,10 @@ export class PostgresStore implements IdempotencyStore {
     return rows.length
   }
 
-  async claim(key: string, owner: string, leaseMs: number): Promise<ClaimResult> {
+  async claim(key: string, owner: string, leaseMs: number, deadline?: number): Promise<ClaimResult> {
     const values = [key, owner, Math.max(1, Math.ceil(leaseMs))]
     try {
-      const { rows } = await withDeadline('PostgresStore.claim', this.timeoutMs, () => this.db.query(this.sql.claim, values), { onLate: (late) => {
+      const { rows } = await withDeadline('PostgresStore.claim', budget(this.timeoutMs, deadline), () => this.db.query(this.sql.claim, values), { onLate: (late) => {
         // The claim landed after we answered 503: give the id back so the retry is not held for a lease.
         if ((late.rows[0] as { state?: string } | undefined)?.state === 'claimed') this.release(key, owner).catch(() => undefined)
       } })
@@ -114,9 +114,9 @@ export class PostgresStore implements IdempotencyStore {
     }
   }
 
-  async complete(key: string, owner: string, retentionMs: number): Promise<boolean> {
+  async complete(key: string, owner: string, retentionMs: number, deadline?: number): Promise<boolean> {
     const values = [key, owner, Math.max(1, Math.ceil(retentionMs))]
-    const { rows } = await withDeadline('PostgresStore.complete', this.timeoutMs, () => this.db.query(this.sql.complete, values))
+    const { rows } = await withDeadline('PostgresStore.complete', budget(this.timeoutMs, deadline), () => this.db.query(this.sql.complete, values))
     return (rows[0] as { owned?: unknown } | undefined)?.owned === true
   }
 

@@ -8,7 +8,7 @@
 import type { ClaimResult, IdempotencyStore } from '../contracts/store.js'
 import { adapt, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
 import { positiveOption } from '../option-checks.js'
-import { withDeadline } from '../clients/deadline.js'
+import { budget, withDeadline } from '../clients/deadline.js'
 import { CLAIM, COMPLETE, RELEASE } from './redis-scripts.js'
 
 
@@ -57,11 +57,11 @@ export class RedisStore implements IdempotencyStore {
     this.timeoutMs = timeoutMs
   }
 
-  async claim(key: string, owner: string, leaseMs: number): Promise<ClaimResult> {
+  async claim(key: string, owner: string, leaseMs: number, deadline?: number): Promise<ClaimResult> {
     const k = this.prefix + key
     const args = [owner, String(Math.max(1, Math.ceil(leaseMs)))]
     try {
-      const state = await withDeadline('RedisStore.claim', this.timeoutMs, () => this.run(CLAIM, k, args), { onLate: (late) => {
+      const state = await withDeadline('RedisStore.claim', budget(this.timeoutMs, deadline), () => this.run(CLAIM, k, args), { onLate: (late) => {
         // The claim landed after we answered 503: give the id back so the retry is not held for a lease.
         if (String(late) === 'claimed') this.release(key, owner).catch(() => undefined)
       } })
@@ -73,9 +73,9 @@ export class RedisStore implements IdempotencyStore {
     }
   }
 
-  async complete(key: string, owner: string, retentionMs: number): Promise<boolean> {
+  async complete(key: string, owner: string, retentionMs: number, deadline?: number): Promise<boolean> {
     const args = [owner, String(Math.max(1, Math.ceil(retentionMs)))]
-    const owned = await withDeadline('RedisStore.complete', this.timeoutMs, () => this.run(COMPLETE, this.prefix + key, args))
+    const owned = await withDeadline('RedisStore.complete', budget(this.timeoutMs, deadline), () => this.run(COMPLETE, this.prefix + key, args))
     return Number(owned) === 1
   }
 

@@ -271,7 +271,7 @@ export async function simulateSender({ count, concurrency = 32, duplicateRate = 
  *
  * @param {SenderRules & { count: number, rate: number, onSchedule?: (index: number) => void }} options
  *   `rate` deliveries per second; `onSchedule` as each delivery is started
- * @returns {Promise<{ figures: SenderFigures, ids: string[], delivered: Set<string> }>}
+ * @returns {Promise<{ figures: SenderFigures, ids: string[], delivered: Set<string>, deliveries: Delivery[] }>}
  * @example
  * const { figures } = await sendAtRate({ urls: ['http://127.0.0.1:3000/webhooks/svc'], secret, count: 800, rate: 20, disableAfter: 20 })
  */
@@ -283,6 +283,8 @@ export async function sendAtRate({ count, rate, onSchedule, ...rules }) {
   const delivered = new Set()
   /** @type {string[]} */
   const ids = []
+  /** @type {Delivery[]} */
+  const deliveries = []
   /** @type {Promise<void>[]} */
   const inFlight = []
   for (let i = 0; i < count; i++) {
@@ -291,6 +293,7 @@ export async function sendAtRate({ count, rate, onSchedule, ...rules }) {
     if (wait > 0) await sleep(wait)
     const delivery = makeDelivery(i)
     ids.push(delivery.id)
+    deliveries.push(delivery)
     if (figures.disabled) {
       figures.notSent++
       continue
@@ -303,5 +306,33 @@ export async function sendAtRate({ count, rate, onSchedule, ...rules }) {
     )
   }
   await Promise.all(inFlight)
-  return { figures: finish(), ids, delivered }
+  return { figures: finish(), ids, delivered, deliveries }
+}
+
+/**
+ * Sends every one of `deliveries` again (same id, same bytes, fresh signatures), `concurrency` at
+ * a time, through the same retry rules: a user's resend of everything, or the sender's later
+ * retry, after a fault. Every delivery answered 2xx before must be answered 200 duplicate now,
+ * its handler not run again.
+ *
+ * @param {SenderRules & { deliveries: Delivery[], concurrency?: number }} options
+ * @returns {Promise<{ figures: SenderFigures, delivered: Set<string> }>}
+ * @example
+ * const again = await resendAll({ urls, secret, deliveries: first.deliveries })
+ */
+export async function resendAll({ deliveries, concurrency = 16, ...rules }) {
+  const { figures, send, finish } = createSender(rules)
+  figures.deliveries = deliveries.length
+  figures.laterResends = deliveries.length
+  /** @type {Set<string>} */
+  const delivered = new Set()
+  const queue = [...deliveries]
+  async function worker() {
+    // Bounded: each turn takes one delivery off the queue.
+    for (let delivery = queue.shift(); delivery !== undefined; delivery = queue.shift()) {
+      if (await send(delivery)) delivered.add(delivery.id)
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, worker))
+  return { figures: finish(), delivered }
 }
