@@ -67,6 +67,7 @@ export function rawCommand(port, command, timeoutMs = 1000) {
  * @property {() => Promise<number>} killPrimary kill -9 of the current primary; resolves the time (ms, performance.now) of the kill
  * @property {() => Promise<number>} partitionPrimary cut the current primary off from its replicas and the sentinels; resolves the time
  * @property {() => void} heal restore every cut link
+ * @property {(port: number, timeoutMs: number) => Promise<number | undefined>} waitForRejoin resolves the time the node on `port` is a replica in sync again, or undefined past `timeoutMs`
  * @property {(fromPort: number, timeoutMs: number) => Promise<number | undefined>} waitForSwitch resolves the time (performance.now) Sentinel named another primary than `fromPort`, or undefined past `timeoutMs`
  * @property {() => Promise<void>} stop
  */
@@ -214,6 +215,17 @@ export async function startSentinelSet({ replicas = 2, sentinels = 3, downAfterM
       heal() {
         for (const proxied of cut) proxies.get(proxied)?.restore()
         cut.clear()
+      },
+      async waitForRejoin(port, timeoutMs) {
+        const until = performance.now() + timeoutMs
+        // Bounded by `timeoutMs`, 100 ms apart. Sentinel turns a returning old primary into a
+        // replica some seconds after it reaches it again (it waits to see the role it reports).
+        while (performance.now() < until) {
+          const info = await rawCommand(port, 'INFO replication')
+          if (info?.includes('role:slave') && info.includes('master_link_status:up')) return performance.now()
+          await sleep(100)
+        }
+        return undefined
       },
       async waitForSwitch(fromPort, timeoutMs) {
         const until = performance.now() + timeoutMs

@@ -57,7 +57,7 @@
 import { InboxError, type AppendResult, type DeadLetter, type InboxDelivery, type InboxEntry, type InboxStats, type WebhookInbox } from '../contracts/inbox.js'
 import { DEFAULT_RETENTION_MS } from '../contracts/store.js'
 import { positiveOption } from '../option-checks.js'
-import { adapt, isRedisRefusal, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
+import { adapt, isRedisRefusal, replicasOption, replicationWarnings, REPLICATION_INFO, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
 import { budget, inboxDeadline, unchecked } from '../clients/deadline.js'
 import { APPEND, BURY, COMPLETE, DEAD, EXTEND, EXTRA, PURGE, RELEASE, REQUEUE, RETRY, SETTINGS, STATS, TAKE } from './redis-scripts.js'
 
@@ -87,6 +87,16 @@ export interface RedisInboxOptions {
    * @default 2000
    */
   timeoutMs?: number
+  /**
+   * Replicas that must hold a write before it counts (`WAIT`): an append before its 202, the
+   * record behind a 200 `duplicate`, a take before the worker starts the handler, an ack before
+   * the worker moves on. A write that does not reach them in time is tried again until the
+   * deadline (its client asked to find the primary through Sentinel again meanwhile). Use 1 with
+   * a primary, two replicas, three sentinels and `min-replicas-to-write 1` (docs/topologies.md).
+   * Needs a client of one primary (plain or Sentinel), not a Cluster client.
+   * @default 0
+   */
+  replicas?: number
 }
 
 const decoder = new TextDecoder()
@@ -196,9 +206,12 @@ export class RedisInbox implements WebhookInbox {
   private readonly run: Run
   private readonly due: string
 
-  constructor({ client, prefix = 'svc-webhooks:inbox:', retentionMs = DEFAULT_RETENTION_MS, timeoutMs = 2000 }: RedisInboxOptions) {
-    this.run = adapt(client, 'RedisInbox')
+  readonly replicas: number
+
+  constructor({ client, prefix = 'svc-webhooks:inbox:', retentionMs = DEFAULT_RETENTION_MS, timeoutMs = 2000, replicas }: RedisInboxOptions) {
     if (typeof prefix !== 'string') throw new TypeError('svc-webhooks: RedisInbox `prefix` must be a string.')
+    this.replicas = replicasOption(replicas, client, 'RedisInbox')
+    this.run = adapt(client, 'RedisInbox', { replicas: this.replicas, fenceKey: `${prefix}fence` })
     positiveOption(retentionMs, 'RedisInbox `retentionMs`')
     positiveOption(timeoutMs, 'RedisInbox `timeoutMs`')
     this.prefix = prefix
@@ -341,6 +354,11 @@ export class RedisInbox implements WebhookInbox {
     const policy = infoField(memory, 'maxmemory_policy')
     if (policy !== undefined && policy !== 'noeviction') {
       warnings.push(`svc-webhooks: RedisInbox: the server's maxmemory-policy is ${policy}: under memory pressure it deletes keys, and an evicted entry is an accepted delivery lost. Set maxmemory-policy noeviction.`)
+    }
+    try {
+      warnings.push(...replicationWarnings(await this.call('durabilityWarnings', REPLICATION_INFO, []), this.replicas, 'RedisInbox'))
+    } catch (error) {
+      warnings.push(`svc-webhooks: RedisInbox could not check the server's replication settings (${unchecked(error)}).`)
     }
     return warnings
   }

@@ -6,9 +6,9 @@
  * complete) and each step is atomic on the server.
  */
 import type { ClaimResult, IdempotencyStore } from '../contracts/store.js'
-import { adapt, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
+import { adapt, replicasOption, replicationWarnings, REPLICATION_INFO, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
 import { positiveOption } from '../option-checks.js'
-import { budget, withDeadline } from '../clients/deadline.js'
+import { budget, unchecked, withDeadline } from '../clients/deadline.js'
 import { CLAIM, COMPLETE, RELEASE } from './redis-scripts.js'
 
 
@@ -31,6 +31,16 @@ export interface RedisStoreOptions {
    * @default 2000
    */
   timeoutMs?: number
+  /**
+   * Replicas that must hold a write before it counts (`WAIT`): a claim before its handler runs,
+   * a completion before its 2xx, and the record behind a 200 `duplicate`. A write that does not
+   * reach them in time is tried again until the receiver's deadline (its client asked to find
+   * the primary through Sentinel again meanwhile), then answered 503. Use 1 with a primary, two
+   * replicas, three sentinels and `min-replicas-to-write 1` (docs/topologies.md). Needs a client
+   * of one primary (plain or Sentinel), not a Cluster client.
+   * @default 0
+   */
+  replicas?: number
 }
 
 /**
@@ -49,9 +59,12 @@ export class RedisStore implements IdempotencyStore {
   readonly timeoutMs: number
   private readonly run: Run
 
-  constructor({ client, prefix = 'svc-webhooks:', timeoutMs = 2000 }: RedisStoreOptions) {
-    this.run = adapt(client)
+  readonly replicas: number
+
+  constructor({ client, prefix = 'svc-webhooks:', timeoutMs = 2000, replicas }: RedisStoreOptions) {
     if (typeof prefix !== 'string') throw new TypeError('svc-webhooks: RedisStore `prefix` must be a string.')
+    this.replicas = replicasOption(replicas, client, 'RedisStore')
+    this.run = adapt(client, 'RedisStore', { replicas: this.replicas, fenceKey: `${prefix}fence` })
     positiveOption(timeoutMs, 'RedisStore `timeoutMs`')
     this.prefix = prefix
     this.timeoutMs = timeoutMs
@@ -82,6 +95,23 @@ export class RedisStore implements IdempotencyStore {
   async release(key: string, owner: string): Promise<boolean> {
     const released = await withDeadline('RedisStore.release', this.timeoutMs, () => this.run(RELEASE, this.prefix + key, [owner]))
     return Number(released) === 1
+  }
+
+  /**
+   * What in the server's replication settings breaks the store's promise (no replica,
+   * `min-replicas-to-write` 0, fewer replicas than `replicas`): one line each, empty when none;
+   * one line saying so when the settings cannot be read. Never rejects.
+   *
+   * @example
+   * for (const line of await store.durabilityWarnings()) console.warn(line)
+   */
+  async durabilityWarnings(): Promise<string[]> {
+    try {
+      const info = await withDeadline('RedisStore.durabilityWarnings', this.timeoutMs, () => this.run(REPLICATION_INFO, `${this.prefix}fence`, []))
+      return replicationWarnings(info, this.replicas, 'RedisStore')
+    } catch (error) {
+      return [`svc-webhooks: RedisStore could not check the server's replication settings (${unchecked(error)}).`]
+    }
   }
 }
 
