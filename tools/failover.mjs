@@ -4,13 +4,15 @@
 // answer, 5xx and 429 retried with the same id, other 4xx dropped) to a node:http receiver built
 // from the package, while the engine under it fails over for real on 127.0.0.1: kill -9 of the
 // Sentinel set's primary, or the primary cut off from its replicas and sentinels (clients still
-// reach it) and rejoining as a replica. Then every delivery is resent, as a user's resend or the
+// reach it) and rejoining as a replica; or kill -9 of a Postgres primary and the promote of its
+// streaming standby. Then every delivery is resent, as a user's resend or the
 // sender's later retry would. It counts what the sender counts and what the handler saw:
 // consecutive non-2xx, permanent 4xx, lost (answered 2xx, never run), run twice.
 import { createServer } from 'node:http'
 import { createInboxWorker } from 'svc-webhooks'
 import { createNodeHandler } from 'svc-webhooks/node'
 import { RedisInbox, RedisStore } from 'svc-webhooks/redis'
+import { startStandbyPair } from './postgres-standby.mjs'
 import { startSentinelSet } from './redis-sentinel.mjs'
 import { resendAll, sendAtRate } from './soak/sender.mjs'
 
@@ -22,7 +24,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 /**
  * @typedef {object} FailoverFigures
  * @property {'store' | 'inbox'} path
- * @property {'kill' | 'partition'} fault
+ * @property {'kill' | 'partition' | 'promote'} fault
  * @property {number} deliveries
  * @property {number | undefined} switchMs from the fault to Sentinel naming the new primary
  * @property {number} maxConsecutiveFailures non-2xx in a row, as the sender counts them (it disables the endpoint at 20)
@@ -72,6 +74,112 @@ export async function runRedisFailover({ path, fault, count = 400, rate = 50, fa
     clients.push(redis)
     return redis
   }
+  try {
+    return await experiment({
+      path,
+      fault,
+      count,
+      rate,
+      faultAt,
+      receiver,
+      log,
+      store: () => new RedisStore({ client: /** @type {any} */ (client()), ...engine }),
+      inbox: () => new RedisInbox({ client: /** @type {any} */ (client()), ...engine }),
+      inject: async () => {
+        const from = await set.primaryPort()
+        const faultAtMs = fault === 'kill' ? await set.killPrimary() : await set.partitionPrimary()
+        log(`${fault} of the primary (port ${from})`)
+        const switchedAt = await set.waitForSwitch(from, 30_000)
+        /** @type {Promise<unknown> | undefined} */
+        let settled
+        if (fault === 'partition') {
+          // The old primary stays cut off for `partitionMs`, still taking the clients' writes.
+          await sleep(Math.max(0, faultAtMs + partitionMs - performance.now()))
+          set.heal()
+          log('partition healed')
+          // Back as a replica of the new one: what it took alone is gone then.
+          settled = set.waitForRejoin(from, 30_000).then((at) => {
+            if (at === undefined) throw new Error('the old primary did not rejoin as a replica within 30 s')
+          })
+        }
+        return { faultAtMs, switchedAt, settled }
+      },
+    })
+  } finally {
+    for (const redis of clients) redis.disconnect()
+    await set.stop()
+  }
+}
+
+/**
+ * Runs one scenario on a Postgres primary and a streaming standby behind a proxy
+ * (tools/postgres-standby.mjs): kill -9 of the primary, `pg_ctl promote` of the standby, the
+ * proxy moved to it; the receiver's `pg.Pool` is never restarted.
+ *
+ * @param {{ path: 'store' | 'inbox', synchronous?: boolean, count?: number, rate?: number, faultAt?: number, receiver?: Record<string, unknown>, log?: (line: string) => void }} options
+ * @returns {Promise<FailoverFigures>}
+ * @example
+ * const figures = await runPostgresFailover({ path: 'inbox', synchronous: true })
+ */
+export async function runPostgresFailover({ path, synchronous = true, count = 400, rate = 50, faultAt = 100, receiver = {}, log = () => {} }) {
+  const { default: pg } = await import('pg')
+  const { PostgresInbox, PostgresStore } = await import('svc-webhooks/postgres')
+  const pair = await startStandbyPair({ synchronous })
+  /** @type {import('pg').Pool[]} */
+  const pools = []
+  const pool = () => {
+    const created = new pg.Pool({ connectionString: pair.url, max: 10 })
+    // The pool's idle connections die with the primary: pg reports each here and drops it.
+    created.on('error', () => {})
+    pools.push(created)
+    return created
+  }
+  try {
+    const store = new PostgresStore({ pool: pool() })
+    const inbox = new PostgresInbox({ pool: pool() })
+    await (path === 'store' ? store.ensureTable() : inbox.ensureTable())
+    return await experiment({
+      path,
+      fault: 'promote',
+      count,
+      rate,
+      faultAt,
+      receiver,
+      log,
+      store: () => store,
+      inbox: () => new PostgresInbox({ pool: pool() }),
+      inject: async () => {
+        const faultAtMs = performance.now()
+        const switchedAt = await pair.failover()
+        log('standby promoted')
+        return { faultAtMs, switchedAt, settled: undefined }
+      },
+    })
+  } finally {
+    for (const created of pools) await created.end().catch(() => {})
+    await pair.stop()
+  }
+}
+
+/**
+ * The sender, the receiver on node:http, the worker (inbox path), the fault, the drain, the
+ * resend of everything, and the counts.
+ *
+ * @param {{
+ *   path: 'store' | 'inbox',
+ *   fault: FailoverFigures['fault'],
+ *   count: number,
+ *   rate: number,
+ *   faultAt: number,
+ *   receiver: Record<string, unknown>,
+ *   log: (line: string) => void,
+ *   store: () => any,
+ *   inbox: () => any,
+ *   inject: () => Promise<{ faultAtMs: number, switchedAt: number | undefined, settled: Promise<unknown> | undefined }>,
+ * }} options
+ * @returns {Promise<FailoverFigures>}
+ */
+async function experiment({ path, fault, count, rate, faultAt, receiver, store, inbox: makeInbox, inject }) {
   /** @type {Map<string, number>} */
   const runs = new Map()
   const handler = async (/** @type {unknown} */ _event, /** @type {{ id: string }} */ delivery) => {
@@ -79,17 +187,15 @@ export async function runRedisFailover({ path, fault, count = 400, rate = 50, fa
   }
   /** @type {{ stop: () => Promise<void> } | undefined} */
   let worker
-  /** @type {RedisInbox | undefined} */
+  /** @type {any} */
   let inbox
   let handle
   if (path === 'store') {
-    const store = new RedisStore({ client: /** @type {any} */ (client()), ...engine })
-    handle = createNodeHandler({ secret: SECRET, store, log: false, on: { 'message.received': handler }, ...receiver })
+    handle = createNodeHandler({ secret: SECRET, store: store(), log: false, on: { 'message.received': handler }, ...receiver })
   } else {
-    inbox = new RedisInbox({ client: /** @type {any} */ (client()), ...engine })
+    inbox = makeInbox()
     handle = createNodeHandler({ secret: SECRET, inbox, log: false, ...receiver })
-    const workerInbox = new RedisInbox({ client: /** @type {any} */ (client()), ...engine })
-    const w = createInboxWorker({ inbox: workerInbox, on: { 'message.received': handler }, pollIntervalMs: 50, log: false })
+    const w = createInboxWorker({ inbox: makeInbox(), on: { 'message.received': handler }, pollIntervalMs: 50, log: false })
     w.start()
     worker = w
   }
@@ -97,38 +203,19 @@ export async function runRedisFailover({ path, fault, count = 400, rate = 50, fa
   await new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(undefined)))
   const url = `http://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (server.address()).port}/`
   try {
-    let faultAtMs = 0
-    /** @type {Promise<number | undefined> | undefined} */
-    let switched
-    /** @type {Promise<number | undefined> | undefined} */
-    let rejoined
+    /** @type {ReturnType<typeof inject> | undefined} */
+    let injected
     const first = await sendAtRate({
       urls: [url],
       secret: SECRET,
       count,
       rate,
       onSchedule: (i) => {
-        if (i !== faultAt) return
-        switched = (async () => {
-          const from = await set.primaryPort()
-          faultAtMs = fault === 'kill' ? await set.killPrimary() : await set.partitionPrimary()
-          log(`${fault} of the primary (port ${from})`)
-          const at = await set.waitForSwitch(from, 30_000)
-          if (fault === 'partition') {
-            // The old primary stays cut off for `partitionMs`, still taking the clients' writes.
-            await sleep(Math.max(0, faultAtMs + partitionMs - performance.now()))
-            set.heal()
-            log('partition healed')
-            rejoined = set.waitForRejoin(from, 30_000)
-          }
-          return at
-        })()
+        if (i === faultAt) injected = inject()
       },
     })
-    const switchedAt = await switched
-    // The old primary back as a replica of the new one: what it took alone is gone now.
-    const rejoinedAt = await rejoined
-    if (fault === 'partition' && rejoinedAt === undefined) throw new Error('the old primary did not rejoin as a replica within 30 s')
+    const { faultAtMs, switchedAt, settled } = await /** @type {ReturnType<typeof inject>} */ (injected)
+    await settled
     await drain(inbox)
     const again = await resendAll({ urls: [url], secret: SECRET, deliveries: first.deliveries })
     await drain(inbox)
@@ -159,15 +246,13 @@ export async function runRedisFailover({ path, fault, count = 400, rate = 50, fa
     await worker?.stop()
     server.closeAllConnections()
     await new Promise((resolve) => server.close(() => resolve(undefined)))
-    for (const redis of clients) redis.disconnect()
-    await set.stop()
   }
 }
 
 /**
  * Waits (bounded: 30 s) until the inbox holds nothing due or leased, so every accepted delivery has run.
  *
- * @param {RedisInbox | undefined} inbox
+ * @param {{ stats: () => Promise<{ depth: number }> } | undefined} inbox
  */
 async function drain(inbox) {
   if (!inbox) return

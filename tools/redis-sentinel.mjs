@@ -126,7 +126,7 @@ export async function startSentinelSet({ replicas = 2, sentinels = 3, downAfterM
           `dir ${dir}`,
           `sentinel monitor ${MASTER_NAME} 127.0.0.1 ${primaryProxy} ${Math.floor(sentinels / 2) + 1}`,
           `sentinel down-after-milliseconds ${MASTER_NAME} ${downAfterMs}`,
-          `sentinel failover-timeout ${MASTER_NAME} 10000`,
+          `sentinel failover-timeout ${MASTER_NAME} 4000`,
           `sentinel parallel-syncs ${MASTER_NAME} 1`,
           '',
         ].join('\n'),

@@ -54,7 +54,7 @@
  *   `refused`; no answer within `timeoutMs` (down, restarting, a dropped connection) rejects with
  *   kind `unavailable`.
  */
-import { isPostgresRefusal, type PostgresQueryable } from '../clients/postgres.js'
+import { isPostgresRefusal, standbyWarnings, STANDBY_SETTINGS, type PostgresQueryable } from '../clients/postgres.js'
 import { positiveOption } from '../option-checks.js'
 import { budget, inboxDeadline, unchecked } from '../clients/deadline.js'
 import { DEFAULT_TABLE, createInboxTableSql, names, statements, type Statements } from './postgres-sql.js'
@@ -326,6 +326,13 @@ export class PostgresInbox implements WebhookInbox {
     }
     if (sync === 'off') {
       warnings.push('svc-webhooks: PostgresInbox: synchronous_commit is off: a database crash loses the last commits, deliveries the sender was told 202 about. Set synchronous_commit to on (or local).')
+    }
+    try {
+      // Once per line: synchronous_commit off is said above already.
+      const standby = standbyWarnings(await this.first('durabilityWarnings', STANDBY_SETTINGS, []), 'PostgresInbox')
+      warnings.push(...standby.filter((line) => !(sync === 'off' && line.includes('synchronous_commit is off'))))
+    } catch (error) {
+      warnings.push(`svc-webhooks: PostgresInbox could not check the database's standbys (${unchecked(error)}).`)
     }
     return warnings
   }

@@ -204,6 +204,7 @@ export class RedisInbox implements WebhookInbox {
   readonly retentionMs: number
   readonly timeoutMs: number
   private readonly run: Run
+  private readonly read: Run
   private readonly due: string
 
   readonly replicas: number
@@ -212,6 +213,8 @@ export class RedisInbox implements WebhookInbox {
     if (typeof prefix !== 'string') throw new TypeError('svc-webhooks: RedisInbox `prefix` must be a string.')
     this.replicas = replicasOption(replicas, client, 'RedisInbox')
     this.run = adapt(client, 'RedisInbox', { replicas: this.replicas, fenceKey: `${prefix}fence` })
+    // Reads that promise nothing (stats, dead letters, settings) do not wait for replicas.
+    this.read = this.replicas === 0 ? this.run : adapt(client, 'RedisInbox')
     positiveOption(retentionMs, 'RedisInbox `retentionMs`')
     positiveOption(timeoutMs, 'RedisInbox `timeoutMs`')
     this.prefix = prefix
@@ -221,8 +224,8 @@ export class RedisInbox implements WebhookInbox {
   }
 
   /** Runs `script` within the deadline; `args` (after the prefix) may be rebuilt per attempt. */
-  private call(what: string, script: string, args: string[] | (() => string[]), onLate?: (late: unknown) => void, deadline?: number): Promise<unknown> {
-    const attempt = () => this.run(script, this.due, [this.prefix, ...(typeof args === 'function' ? args() : args)])
+  private call(what: string, script: string, args: string[] | (() => string[]), onLate?: (late: unknown) => void, deadline?: number, run = this.run): Promise<unknown> {
+    const attempt = () => run(script, this.due, [this.prefix, ...(typeof args === 'function' ? args() : args)])
     return inboxDeadline(`RedisInbox.${what}`, budget(this.timeoutMs, deadline), attempt, { refused: isRedisRefusal, ...(onLate ? { onLate } : {}) })
   }
 
@@ -309,7 +312,7 @@ export class RedisInbox implements WebhookInbox {
     const wanted = Math.floor(limit)
     if (!(wanted >= 1)) return []
     // ZRANGE's stop index: -1 (all of them) for an unbounded limit.
-    const reply = await this.call('dead', DEAD, [String(Number.isFinite(wanted) ? wanted - 1 : -1)])
+    const reply = await this.call('dead', DEAD, [String(Number.isFinite(wanted) ? wanted - 1 : -1)], undefined, undefined, this.read)
     return rows(reply).map((row) => {
       const fields = row as unknown[]
       const deadAt = count(fields[EXTRA], 0)
@@ -343,7 +346,7 @@ export class RedisInbox implements WebhookInbox {
     let persistence: unknown
     let memory: unknown
     try {
-      ;[persistence, memory] = rows(await this.call('durabilityWarnings', SETTINGS, []))
+      ;[persistence, memory] = rows(await this.call('durabilityWarnings', SETTINGS, [], undefined, undefined, this.read))
     } catch (error) {
       return [`svc-webhooks: RedisInbox could not check the server's persistence and eviction settings (${unchecked(error)}); make sure it runs with appendonly yes and maxmemory-policy noeviction.`]
     }
@@ -356,7 +359,7 @@ export class RedisInbox implements WebhookInbox {
       warnings.push(`svc-webhooks: RedisInbox: the server's maxmemory-policy is ${policy}: under memory pressure it deletes keys, and an evicted entry is an accepted delivery lost. Set maxmemory-policy noeviction.`)
     }
     try {
-      warnings.push(...replicationWarnings(await this.call('durabilityWarnings', REPLICATION_INFO, []), this.replicas, 'RedisInbox'))
+      warnings.push(...replicationWarnings(await this.call('durabilityWarnings', REPLICATION_INFO, [], undefined, undefined, this.read), this.replicas, 'RedisInbox'))
     } catch (error) {
       warnings.push(`svc-webhooks: RedisInbox could not check the server's replication settings (${unchecked(error)}).`)
     }
@@ -364,7 +367,7 @@ export class RedisInbox implements WebhookInbox {
   }
 
   async stats(): Promise<InboxStats> {
-    const [depth, oldestAgeMs, retrying, dead] = rows(await this.call('stats', STATS, [])).map((value) => Number(value))
+    const [depth, oldestAgeMs, retrying, dead] = rows(await this.call('stats', STATS, [], undefined, undefined, this.read)).map((value) => Number(value))
     return { depth: depth ?? 0, oldestAgeMs: oldestAgeMs ?? 0, retrying: retrying ?? 0, dead: dead ?? 0 }
   }
 }

@@ -8,8 +8,8 @@
  */
 import type { ClaimResult, IdempotencyStore } from '../contracts/store.js'
 import { positiveOption } from '../option-checks.js'
-import { budget, withDeadline } from '../clients/deadline.js'
-import { quoteTable, type PostgresQueryable } from '../clients/postgres.js'
+import { budget, unchecked, withDeadline } from '../clients/deadline.js'
+import { quoteTable, standbyWarnings, STANDBY_SETTINGS, type PostgresQueryable } from '../clients/postgres.js'
 import { createTableSql, storeStatements, type StoreStatements } from './postgres-sql.js'
 
 
@@ -123,5 +123,24 @@ export class PostgresStore implements IdempotencyStore {
   async release(key: string, owner: string): Promise<boolean> {
     const { rows } = await withDeadline('PostgresStore.release', this.timeoutMs, () => this.db.query(this.sql.release, [key, owner]))
     return rows.length > 0
+  }
+
+  /**
+   * What in the database's replication breaks the store's promise: a standby no commit waits
+   * for (a promote loses completions already answered 2xx, so a resend runs the handler again),
+   * or `synchronous_commit` `local`/`off` in front of a synchronous one. One line each, empty when
+   * none (a database without standbys included); one line saying so when it cannot be read.
+   * Never rejects.
+   *
+   * @example
+   * for (const line of await store.durabilityWarnings()) console.warn(line)
+   */
+  async durabilityWarnings(): Promise<string[]> {
+    try {
+      const { rows } = await withDeadline('PostgresStore.durabilityWarnings', this.timeoutMs, () => this.db.query(STANDBY_SETTINGS))
+      return standbyWarnings(rows[0] as Parameters<typeof standbyWarnings>[0], 'PostgresStore')
+    } catch (error) {
+      return [`svc-webhooks: PostgresStore could not check the database's standbys (${unchecked(error)}).`]
+    }
   }
 }

@@ -58,6 +58,7 @@ export class RedisStore implements IdempotencyStore {
   readonly prefix: string
   readonly timeoutMs: number
   private readonly run: Run
+  private readonly read: Run
 
   readonly replicas: number
 
@@ -65,6 +66,8 @@ export class RedisStore implements IdempotencyStore {
     if (typeof prefix !== 'string') throw new TypeError('svc-webhooks: RedisStore `prefix` must be a string.')
     this.replicas = replicasOption(replicas, client, 'RedisStore')
     this.run = adapt(client, 'RedisStore', { replicas: this.replicas, fenceKey: `${prefix}fence` })
+    // The settings read promises nothing: it does not wait for replicas.
+    this.read = this.replicas === 0 ? this.run : adapt(client, 'RedisStore')
     positiveOption(timeoutMs, 'RedisStore `timeoutMs`')
     this.prefix = prefix
     this.timeoutMs = timeoutMs
@@ -107,7 +110,7 @@ export class RedisStore implements IdempotencyStore {
    */
   async durabilityWarnings(): Promise<string[]> {
     try {
-      const info = await withDeadline('RedisStore.durabilityWarnings', this.timeoutMs, () => this.run(REPLICATION_INFO, `${this.prefix}fence`, []))
+      const info = await withDeadline('RedisStore.durabilityWarnings', this.timeoutMs, () => this.read(REPLICATION_INFO, `${this.prefix}fence`, []))
       return replicationWarnings(info, this.replicas, 'RedisStore')
     } catch (error) {
       return [`svc-webhooks: RedisStore could not check the server's replication settings (${unchecked(error)}).`]
