@@ -116,12 +116,14 @@ export async function runRedisFailover({ path, fault, count = 400, rate = 50, fa
  * (tools/postgres-standby.mjs): kill -9 of the primary, `pg_ctl promote` of the standby, the
  * proxy moved to it; the receiver's `pg.Pool` is never restarted.
  *
- * @param {{ path: 'store' | 'inbox', synchronous?: boolean, count?: number, rate?: number, faultAt?: number, receiver?: Record<string, unknown>, log?: (line: string) => void }} options
+ * @param {{ path: 'store' | 'inbox', synchronous?: boolean, count?: number, rate?: number, faultAt?: number, promoteAfterMs?: number, receiver?: Record<string, unknown>, log?: (line: string) => void }} options
+ *   `promoteAfterMs`: from the kill to `pg_ctl promote` (default 6000: about 6.5 s of failover,
+ *   inside the 8 s the target promises and past what the package waited before)
  * @returns {Promise<FailoverFigures>}
  * @example
  * const figures = await runPostgresFailover({ path: 'inbox', synchronous: true })
  */
-export async function runPostgresFailover({ path, synchronous = true, count = 400, rate = 50, faultAt = 100, receiver = {}, log = () => {} }) {
+export async function runPostgresFailover({ path, synchronous = true, count = 400, rate = 50, faultAt = 100, promoteAfterMs = 6000, receiver = {}, log = () => {} }) {
   const { default: pg } = await import('pg')
   const { PostgresInbox, PostgresStore } = await import('svc-webhooks/postgres')
   const pair = await startStandbyPair({ synchronous })
@@ -150,7 +152,7 @@ export async function runPostgresFailover({ path, synchronous = true, count = 40
       inbox: () => new PostgresInbox({ pool: pool() }),
       inject: async () => {
         const faultAtMs = performance.now()
-        const switchedAt = await pair.failover()
+        const switchedAt = await pair.failover(promoteAfterMs)
         log('standby promoted')
         return { faultAtMs, switchedAt, settled: undefined }
       },
