@@ -169,7 +169,7 @@ async function replicationCost() {
   const concurrency = 16
   const rounds = 3
   const secret = 'svc_whsec_bench_replicas'
-  const set = await startSentinelSet({ replicas: 2, config: ['--min-replicas-to-write', '1', '--min-replicas-max-lag', '10'] })
+  const set = await startSentinelSet({ replicas: 2, partitionable: false, config: ['--min-replicas-to-write', '1', '--min-replicas-max-lag', '10'] })
   const client = new Redis(set.clientOptions())
   try {
     const measure = async (path, replicas) => {

@@ -75,9 +75,11 @@ export function rawCommand(port, command, timeoutMs = 1000) {
 /**
  * Starts the set and waits until every sentinel knows every replica and the other sentinels.
  *
- * @param {{ replicas?: number, sentinels?: number, downAfterMs?: number, persist?: boolean, config?: string[], log?: (line: string) => void }} [options]
+ * @param {{ replicas?: number, sentinels?: number, downAfterMs?: number, persist?: boolean, partitionable?: boolean, config?: string[], log?: (line: string) => void }} [options]
  *   `downAfterMs`: Sentinel's `down-after-milliseconds` (the failover then takes about that plus
- *   one to two seconds); `config`: extra options for every data node (e.g. `min-replicas-to-write`)
+ *   one to two seconds); `config`: extra options for every data node (e.g. `min-replicas-to-write`);
+ *   `partitionable: false` links the nodes directly, without the proxies (a benchmark, where the
+ *   proxies in this process would add their latency to every replication acknowledgement)
  * @returns {Promise<SentinelSet>}
  * @example
  * const set = await startSentinelSet({ replicas: 2 })
@@ -85,7 +87,7 @@ export function rawCommand(port, command, timeoutMs = 1000) {
  * const killedAt = await set.killPrimary()
  * const switchedAt = await set.waitForSwitch(oldPort, 20_000)
  */
-export async function startSentinelSet({ replicas = 2, sentinels = 3, downAfterMs = 4000, persist = true, config = [], log = () => {} } = {}) {
+export async function startSentinelSet({ replicas = 2, sentinels = 3, downAfterMs = 4000, persist = true, partitionable = true, config = [], log = () => {} } = {}) {
   const bin = findRedisServer()
   if (!bin) throw new Error('redis-server is not installed (apt-get install redis-server, or set REDIS_SERVER_BIN)')
   /** @type {import('./redis.mjs').RedisServer[]} */
@@ -101,6 +103,11 @@ export async function startSentinelSet({ replicas = 2, sentinels = 3, downAfterM
   // (the first primary or a promoted replica) can be partitioned. Replicas announce the proxy's
   // port, so Sentinel and the other nodes only ever learn the proxied address.
   async function startNode(/** @type {string[]} */ extra) {
+    if (!partitionable) {
+      const node = await startRedisServer({ persist, bin, config: ['--repl-diskless-sync-delay', '0', ...config, ...extra] })
+      nodes.push(node)
+      return node.port
+    }
     const proxyPort = await freePort()
     // No diskless-sync delay: by default a primary waits 5 s for more replicas before the first
     // full sync, and a replica that never synced would be promoted empty.

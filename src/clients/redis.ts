@@ -103,10 +103,33 @@ export function adapt(client: unknown, what = 'RedisStore', replication?: Replic
     throw error
   })
   if (replicas === 0) return plain
+  // Group commit: WAIT blocks its connection, so one WAIT per write would serialize every
+  // request behind the replicas' round trip. A write joins the next fence + WAIT sent after it
+  // (never one already sent: its fence would precede the write); at most one round is waiting
+  // to start behind the one in flight, and it covers every write sent meanwhile.
+  let running: Promise<void> | undefined
+  let queued: Promise<number> | undefined
+  const launch = (): Promise<number> => {
+    const round = Promise.all([run(FENCE, fenceKey, []), wait(replicas)]).then(([, acknowledged]) => Number(acknowledged))
+    const settled = round.then(() => undefined, () => undefined)
+    running = settled
+    void settled.then(() => {
+      if (running === settled) running = undefined
+    })
+    return round
+  }
+  const replicated = (): Promise<number> => {
+    if (running === undefined) return launch()
+    queued ??= running.then(() => {
+      queued = undefined
+      return launch()
+    })
+    return queued
+  }
   return async (script, key, args) => {
-    // Sent back to back on one connection: the script, the fence, then WAIT for both.
-    const [reply, , acknowledged] = await Promise.all([plain(script, key, args), run(FENCE, fenceKey, []), wait(replicas)])
-    const count = Number(acknowledged)
+    // The script is sent first; the round it joins sends its fence and WAIT after it.
+    const sent = plain(script, key, args)
+    const [reply, count] = await Promise.all([sent, replicated()])
     if (count >= replicas) return reply
     // No replica answered: this primary may be cut off and replaced. Ask Sentinel now rather
     // than wait for a connection that may never break.
