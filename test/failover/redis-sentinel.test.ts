@@ -12,6 +12,7 @@
  * the switch takes about 6 s, as the issue's measurements.
  */
 import { Redis } from 'ioredis'
+import { createClient } from 'redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createWebhookReceiver } from 'svc-webhooks'
 import { RedisInbox, RedisStore } from 'svc-webhooks/redis'
@@ -116,15 +117,25 @@ describeWithRedis('Acknowledged means replicated (`replicas`)', () => {
     })
   })
 
-  it('on the documented topology, durabilityWarnings has nothing to say', async () => {
+  it('on the documented topology, durabilityWarnings has nothing to say, and both clients write with replicas: 1', async () => {
     const set = await startSentinelSet({ replicas: 2, config: documented.config })
     const client = new Redis(set.clientOptions())
     client.on('error', () => {})
+    const node = createClient({ url: `redis://127.0.0.1:${await set.primaryPort()}` })
+    node.on('error', () => {})
+    await node.connect()
     try {
       expect(await new RedisStore({ client, replicas: 1 }).durabilityWarnings()).toEqual([])
       expect(await new RedisInbox({ client, replicas: 1 }).durabilityWarnings()).toEqual([])
       expect(await new RedisStore({ client }).durabilityWarnings()).toEqual([expect.stringMatching(/`replicas` is 0/)])
+      for (const [name, store] of [['ioredis', new RedisStore({ client, replicas: 2 })], ['node-redis', new RedisStore({ client: node, replicas: 2 })]] as const) {
+        expect(await store.claim(`k-${name}`, 'o', 60_000), name).toBe('claimed')
+        expect(await store.complete(`k-${name}`, 'o', 60_000), name).toBe(true)
+        // A duplicate is answered only once its record is on both replicas.
+        expect(await store.claim(`k-${name}`, 'o2', 60_000), name).toBe('completed')
+      }
     } finally {
+      await node.quit().catch(() => {})
       client.disconnect()
       await set.stop()
     }
