@@ -59,7 +59,7 @@ export function replicasOption(replicas: unknown, client: unknown, what: string)
   if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 0 || replicas > 16) {
     throw new TypeError(`svc-webhooks: ${what} \`replicas\` must be a whole number of replicas from 0 to 16 (the WAIT each write makes).`)
   }
-  const c = client as { isCluster?: unknown; masters?: unknown; call?: unknown; sendCommand?: unknown; defineCommand?: unknown }
+  const c = (client ?? {}) as { isCluster?: unknown; masters?: unknown; call?: unknown; sendCommand?: unknown; defineCommand?: unknown }
   if (c.isCluster === true || Array.isArray(c.masters)) {
     throw new TypeError(
       `svc-webhooks: ${what} \`replicas\` needs a client of one primary (a plain or Sentinel client): on Redis Cluster a WAIT reaches one node, not the one each key lives on. Leave \`replicas\` out on a Cluster client.`,
