@@ -28,6 +28,9 @@ import { processDelivery, type InboxWorkerResult, type ProcessPolicy } from './p
 import { errorLabel, printable } from '../log-window.js'
 import type { EndpointWatch, EndpointWatcher, EndpointWatchView } from '../contracts/watch.js'
 import type { ReplayResult, WebhookHistory } from '../history/types.js'
+import type { OrderingEngine } from '../contracts/ordering.js'
+import { OrderedTaker, resolveOrdering, type OrderingOption } from './ordering.js'
+import { FlowGate, resolveRate, type RateLimit } from './flow.js'
 
 export { retryDelay, type InboxWorkerResult } from './process.js'
 
@@ -138,6 +141,24 @@ export interface InboxWorkerOptions {
    * @default none
    */
   history?: WebhookHistory
+  /**
+   * Order within a conversation (DESIGN.md "Order within a conversation"): a key function of the
+   * event (`byConversation`), or `{ key, strict }`. Deliveries with the same key run one at a
+   * time in `message.created_at` order (then the time received), across every worker on the
+   * inbox; different keys run concurrently up to `concurrency`. A failing delivery holds the later
+   * ones of its key until it succeeds or is dead-lettered (`strict: false` lets them pass). One
+   * older than a delivery of its key already processed still runs, with `delivery.late === true`.
+   * Every worker on one inbox must use the same ordering. Needs MemoryInbox, RedisInbox or
+   * PostgresInbox: any other inbox is a TypeError here.
+   * @default none (take order, up to `concurrency` at once)
+   */
+  ordering?: OrderingOption
+  /**
+   * Handler starts per second, shared by every worker on the same inbox (a token bucket kept in
+   * the engine): protects a downstream quota. Needs MemoryInbox, RedisInbox or PostgresInbox.
+   * @default none
+   */
+  rateLimit?: RateLimit
 }
 
 /** A running worker. */
@@ -165,6 +186,14 @@ export interface InboxWorker {
   readonly history: WebhookHistory | undefined
   /** The inbox, for the console (dead letters, stats). */
   readonly inbox: WebhookInbox
+  /**
+   * Pauses every worker on this inbox (the flag is kept in the engine): no delivery starts until
+   * `resume()`; those running finish; receivers keep answering 202. `by` (who paused) is logged
+   * once by each worker and shown in `inbox.stats()`.
+   */
+  pause(by?: string): Promise<void>
+  /** Lets every worker on this inbox start deliveries again. */
+  resume(): Promise<void>
 }
 
 const DEFAULTS = {
@@ -184,10 +213,22 @@ const ACK_LAST_TRY_MS = 20
 /** The longest pause between takes while the inbox does not answer. */
 const MAX_TAKE_PAUSE_MS = 30_000
 
+/** How long a delivery handed out to be placed stays leased to its placer. */
+const PLACE_LEASE_MS = 5_000
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
 const yieldToEventLoop = (): Promise<void> =>
   new Promise((resolve) => ((globalThis as { setImmediate?: (f: () => void) => void }).setImmediate ?? setTimeout)(resolve))
+
+/** Handlers for every event type that fail with `error` (a key function that failed for this delivery). */
+function failingHandlers(error: Error): Record<string, WebhookHandler<unknown> | undefined> {
+  const fail: WebhookHandler<unknown> = () => {
+    throw error
+  }
+  const descriptor = { value: fail, writable: false, enumerable: true, configurable: true }
+  return new Proxy({}, { get: () => fail, getOwnPropertyDescriptor: () => descriptor, has: () => true })
+}
 
 /** Hand-outs of `entry` before this one that ended with no recorded result. */
 function stalledTakes(entry: InboxEntry): number {
@@ -344,6 +385,10 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
   const inboxError = (error: unknown): void => callHook(onError, error)
   const { history } = options
   if (history !== undefined && typeof history?.processed !== 'function') throw new TypeError('svc-webhooks: createInboxWorker `history` must be a MemoryHistory, RedisHistory or PostgresHistory.')
+  const ordering = resolveOrdering(options.ordering, inbox)
+  const flow = new FlowGate(inbox, resolveRate(options.rateLimit, inbox), lines.once)
+  // A worker that dies while placing holds up every key's heads for this long: kept short.
+  const taker = ordering && new OrderedTaker(inbox as unknown as OrderingEngine, ordering, Math.min(PLACE_LEASE_MS, settings.visibilityTimeoutMs))
 
   const policy: ProcessPolicy = {
     handlers: on as Record<string, WebhookHandler<unknown> | undefined>,
@@ -379,6 +424,8 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
   const active = new Set<Promise<void>>()
   const leases = new Set<Lease>()
   const gate = new SuspectGate()
+  /** Ordered heads whose key function fails: their run is that failure. */
+  const keyErrors = new WeakMap<InboxEntry, Error>()
 
   function pause(ms: number): Promise<void> {
     return new Promise((resolve) => {
@@ -409,6 +456,9 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
       bury: (error: string) => lease.ack(() => inbox.bury(entry, error)),
     }
     const job = { delivery: entry, attempts: entry.attempts + 1, stalled, retriesSince: entry.retriesSince ?? entry.receivedAt, owner: entry.lease, acks, abort: lease.controller.signal }
+    const keyError = keyErrors.get(entry)
+    // A key function that fails is this delivery's failure, through the one processing path.
+    const jobPolicy = keyError ? { ...policy, handlers: failingHandlers(keyError) } : policy
     const task: Promise<void> = (async () => {
       const admitted = await gate.enter(solo)
       // stop() came while this entry waited its turn: it was taken but never started, so it is
@@ -420,7 +470,7 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
         return handBack(entry)
       }
       try {
-        await processDelivery(job, policy)
+        await processDelivery(job, jobPolicy)
       } finally {
         gate.leave(solo)
       }
@@ -430,6 +480,11 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
         lease.end()
         leases.delete(lease)
         active.delete(task)
+        // Its key may have a next head now: the next take looks at it at once.
+        if (taker) {
+          taker.finished(entry)
+          wake?.()
+        }
       })
     active.add(task)
   }
@@ -470,6 +525,33 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
     return { start: [...entries.filter((entry) => !runsAlone(entry)), suspects[0]!], back: suspects.slice(1) }
   }
 
+  /**
+   * A take through the flow gate (the pause flag, the shared rate) and, with `ordering`, the
+   * ordered take; `waitMs` says when to ask again when it brings nothing.
+   */
+  async function takeSome(want: number): Promise<{ entries: InboxEntry[]; waitMs?: number }> {
+    const { granted, waitMs } = await flow.admit(want)
+    if (granted <= 0) return { entries: [], waitMs }
+    let entries: InboxEntry[]
+    let wait: number | undefined
+    try {
+      if (taker) {
+        const taken = await taker.take(granted, settings.visibilityTimeoutMs)
+        entries = taken.run.map(({ entry, keyError }) => (keyError && keyErrors.set(entry, keyError), entry))
+        wait = taken.waitMs
+      } else entries = await inbox.take(granted, settings.visibilityTimeoutMs)
+    } catch (error) {
+      await flow.refund(granted)
+      throw error
+    }
+    await flow.refund(granted - entries.length)
+    if (entries.length > 0 && !(await flow.open().catch(() => true))) {
+      await Promise.all(entries.map(handBack))
+      return { entries: [], waitMs: 0 }
+    }
+    return { entries, ...(wait !== undefined && { waitMs: wait }) }
+  }
+
   async function run(): Promise<void> {
     let wait = settings.pollIntervalMs
     let failedTakes = 0
@@ -485,9 +567,10 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
         continue
       }
       let entries: InboxEntry[]
+      let waitMs: number | undefined
       const askedAt = now()
       try {
-        entries = await inbox.take(cautious ? 1 : free, settings.visibilityTimeoutMs)
+        ;({ entries, waitMs } = await takeSome(cautious ? 1 : free))
       } catch (error) {
         inboxError(error)
         // One line when the inbox stops answering and one when it is back, not one per poll.
@@ -517,7 +600,7 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
       const { start, back } = split(entries)
       for (const entry of start) begin(entry, askedAt)
       if (back.length > 0) await Promise.all(back.map(giveBack))
-      if (entries.length === 0) await pause(settings.pollIntervalMs)
+      if (entries.length === 0) await pause(waitMs ?? settings.pollIntervalMs)
       // An inbox that answers without I/O (in memory) must not starve timers and sockets.
       else await yieldToEventLoop()
     }
@@ -573,5 +656,11 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
     inbox,
     replay: (id, name) =>
       history ? history.replay({ handlers: on, now, timeoutMs: settings.handlerTimeoutMs }, id, name) : Promise.reject(new TypeError('svc-webhooks: replay needs the `history` option.')),
+    async pause(by?: string) {
+      await flow.set(true, by)
+    },
+    async resume() {
+      await flow.set(false)
+    },
   }
 }

@@ -34,7 +34,7 @@ const LAYERS: readonly (readonly [name: string, members: readonly string[]])[] =
   // The request path. Nothing but the entries imports it: handlers and contracts live below.
   ['receiver', ['receiver.ts']],
   // Engines that need a client: Redis, Postgres, BullMQ, pg-boss.
-  ['engines', ['stores/', 'inbox/redis.ts', 'inbox/redis-scripts.ts', 'inbox/postgres.ts', 'inbox/postgres-sql.ts', 'engines/', 'history/redis.ts', 'history/redis-scripts.ts', 'history/postgres.ts', 'history/postgres-sql.ts']],
+  ['engines', ['stores/', 'inbox/redis.ts', 'inbox/redis-scripts.ts', 'inbox/redis-order.ts', 'inbox/redis-order-scripts.ts', 'inbox/postgres.ts', 'inbox/postgres-sql.ts', 'inbox/postgres-order.ts', 'inbox/postgres-order-sql.ts', 'engines/', 'history/redis.ts', 'history/redis-scripts.ts', 'history/postgres.ts', 'history/postgres-sql.ts']],
   // The service's API: client, endpoint watch, rotation, emulator.
   ['service', ['service/']],
   // The operator's console: reads every part above through their public shapes.
