@@ -10,7 +10,7 @@ import { Hono } from 'hono'
 import { serve } from '@hono/node-server'
 import { MemoryHistory } from 'svc-webhooks/history'
 import { createConsole, toNodeHandler } from 'svc-webhooks/console'
-import type { WebhookHistory } from 'svc-webhooks'
+import { createInboxWorker, MemoryInbox, type WebhookHistory } from 'svc-webhooks'
 import { listen, type RunningServer } from '../support/servers.js'
 
 const TOKEN = 'Bearer console-test'
@@ -134,5 +134,22 @@ describe('refusals and outages', () => {
     // A replay whose engine fails: a 503 page too.
     const replayed = await call(one, '/action', { method: 'POST', headers: { origin: 'http://127.0.0.1' }, body: new URLSearchParams({ csrf: token, do: 'replay', id: 'evt_1' }) })
     expect(replayed.status).toBe(503)
+  })
+})
+
+describe('flow controls', () => {
+  it('a worker with pause() and resume() gets the buttons, and they pause and resume every worker', async () => {
+    const inbox = new MemoryInbox()
+    const worker = createInboxWorker({ inbox, on: {}, log: false })
+    const handler = createConsole({ authorize: () => true, worker })
+    const overview = await (await handler(new Request('http://127.0.0.1/ops/'))).text()
+    expect(overview).toContain('data-action="pause"')
+    const csrf = /name="csrf" value="([0-9a-f]{64})"/.exec(overview)![1]!
+    const post = (what: string) => handler(new Request('http://127.0.0.1/ops/action', { method: 'POST', headers: { origin: 'http://127.0.0.1' }, body: new URLSearchParams({ csrf, do: what }) }))
+    expect((await post('pause')).status).toBe(200)
+    expect((await inbox.stats()).paused).toBe(true)
+    expect(await (await handler(new Request('http://127.0.0.1/ops/'))).text()).toContain('data-action="resume"')
+    expect((await post('resume')).status).toBe(200)
+    expect((await inbox.stats()).paused).toBe(false)
   })
 })
