@@ -7,7 +7,7 @@
  * snippet, what a wrong secret looks like on a receiver of many endpoints, how to check the
  * clock), keyed by code, and never ships in the core.
  */
-import { ANSWERS, type AnswerName } from '../answers.js'
+import { ANSWERS, type AnswerName } from '../answer-texts.js'
 
 /** A cause, in a few words, and what to change. */
 export interface Fix {

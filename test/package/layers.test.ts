@@ -19,7 +19,7 @@ const SRC = join(ROOT, 'src')
  */
 const LAYERS: readonly (readonly [name: string, members: readonly string[]])[] = [
   // Leaves: the answers table, the error class, events, headers, raw input, logging text, crypto.
-  ['foundation', ['answers.ts', 'errors.ts', 'events.ts', 'base64.ts', 'log-window.ts', 'telemetry.ts', 'secret-source.ts', 'option-checks.ts', 'headers.ts', 'input.ts', 'crypto/']],
+  ['foundation', ['answers.ts', 'answer-texts.ts', 'errors.ts', 'events.ts', 'base64.ts', 'log-window.ts', 'telemetry.ts', 'secret-source.ts', 'option-checks.ts', 'headers.ts', 'input.ts', 'crypto/']],
   // Verifying a delivery (and signing one, as the service does).
   ['verification', ['options.ts', 'secret-cache.ts', 'secrets.ts', 'read-body.ts', 'signature.ts', 'verify.ts', 'transport.ts', 'signing.ts']],
   // What engines, the receiver and the service implement or call: handlers, store, inbox, watch.
