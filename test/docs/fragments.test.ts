@@ -135,12 +135,6 @@ function placeOf(fragment: Fragment, n: number): string {
   return `${fragment.line} (test/docs/contexts/${fragment.context}:${n < marker ? n : n - length + 1})`
 }
 
-const PG_BOSS_NODE = [22, 12] as const
-const nodeAtLeast = ([major, minor]: readonly [number, number]) => {
-  const [m, n] = process.versions.node.split('.').map(Number) as [number, number]
-  return m > major || (m === major && n >= minor)
-}
-
 // ---------------------------------------------------------------------------------------------
 
 describe('docs: every fence says what it is', () => {
@@ -206,8 +200,6 @@ describe.each(fragments.map((f, n) => [`${f.page}:${f.line} in ${f.context}`, f,
       if (process.env.CI === 'true') throw new Error(`CI=true and ${missing}`)
       skip(missing)
     }
-    // pg-boss 12 runs on Node.js 22.12 and later only; the runtime matrix runs this under Node 22 and 24.
-    if (fragment.source.includes("'pg-boss'") && !nodeAtLeast(PG_BOSS_NODE)) skip(`pg-boss needs Node.js >= ${PG_BOSS_NODE.join('.')}; this is ${process.versions.node}`)
     const dir = await project(fragment, n)
     let file = fragment.file
     if (file.endsWith('.ts')) {
