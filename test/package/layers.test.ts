@@ -29,7 +29,7 @@ const LAYERS: readonly (readonly [name: string, members: readonly string[]])[] =
   // Processing: the inbox worker's one path, the Queues inbox and consumer, the in-memory engines.
   ['processing', ['inbox/', 'stores/memory.ts', 'stores/durable-object.ts']],
   // The request path. Nothing but the entries imports it: handlers and contracts live below.
-  ['receiver', ['receiver.ts']],
+  ['receiver', ['receiver.ts', 'verify-only.ts']],
   // Engines that need a client: Redis, Postgres, BullMQ, pg-boss.
   ['engines', ['stores/', 'inbox/redis.ts', 'inbox/redis-scripts.ts', 'inbox/postgres.ts', 'inbox/postgres-sql.ts', 'engines/']],
   // The service's API: client, endpoint watch, rotation, emulator.
