@@ -166,18 +166,18 @@ The service is found from $SVC_API_URL, $SVC_API_TOKEN (never printed) and $SVC_
     const code = await new Promise<number>((done) => {
       const finish = (why: string) => {
         clearTimeout(timer)
-        process.off('SIGINT', onInt).off('SIGTERM', onTerm).off('uncaughtException', onCrash)
+        process.off('SIGINT', onInt).off('SIGTERM', onTerm).off('uncaughtException', onCrash).off('unhandledRejection', onCrash)
         void cleanup(why).then(done)
       }
       const onInt = () => finish('stopped (SIGINT)')
       const onTerm = () => finish('stopped (SIGTERM)')
-      const onCrash = (error: Error) => {
-        io.err(`svc-webhooks listen: ${error.message}\n`)
+      const onCrash = (error: unknown) => {
+        io.err(`svc-webhooks listen: ${(error as Error)?.message ?? String(error)}\n`)
         finish('crashed')
         crashed = true
       }
       const timer = setTimeout(() => finish(`stopped after --timeout ${timeoutS} s`), timeoutS * 1000)
-      process.once('SIGINT', onInt).once('SIGTERM', onTerm).once('uncaughtException', onCrash)
+      process.once('SIGINT', onInt).once('SIGTERM', onTerm).once('uncaughtException', onCrash).once('unhandledRejection', onCrash)
     })
     return crashed ? EXIT.failed : code
   },

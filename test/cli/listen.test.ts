@@ -41,10 +41,16 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true })
 })
 
+/** The service's settings, as a user exports them; nothing else of this process's environment. */
+function serviceEnv(): NodeJS.ProcessEnv {
+  const env: Record<string, string | undefined> = { PATH: process.env.PATH, SVC_API_URL: emulator.baseUrl, SVC_API_TOKEN: emulator.token, SVC_BUSINESS_ID: emulator.businessId }
+  return env as NodeJS.ProcessEnv
+}
+
 /** Starts `listen` and resolves once it says it is listening (bounded: 20 s). */
 async function startListen(args: string[]) {
   const child = spawn(process.execPath, [CLI, 'listen', ...args, '--secret-file', secretFile()], {
-    env: { PATH: process.env.PATH, SVC_API_URL: emulator.baseUrl, SVC_API_TOKEN: emulator.token, SVC_BUSINESS_ID: emulator.businessId },
+    env: serviceEnv(),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''
@@ -91,7 +97,7 @@ describe('svc-webhooks listen', () => {
   }, 60_000)
 
   it('refuses a public URL that is not https, before calling the service', async () => {
-    const child = spawn(process.execPath, [CLI, 'listen', '--url', 'http://example.com/webhooks/svc'], { env: { PATH: process.env.PATH, SVC_API_URL: emulator.baseUrl, SVC_API_TOKEN: emulator.token, SVC_BUSINESS_ID: emulator.businessId } })
+    const child = spawn(process.execPath, [CLI, 'listen', '--url', 'http://example.com/webhooks/svc'], { env: serviceEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
     let err = ''
     child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()))
     expect(await new Promise((done) => child.once('exit', done))).toBe(2)

@@ -142,6 +142,10 @@ describe('docs: every fence says what it is', () => {
     expect(new Set(fragments.map((f) => f.page)).size).toBeGreaterThan(5)
   })
 
+  it('every context in test/docs/contexts/ is used by a fragment', () => {
+    expect([...known].filter((context) => !fragments.some((f) => f.context === context))).toEqual([])
+  })
+
   it.each(PAGES)('%s', (page) => {
     expect(blocks.filter((b) => b.page === page).flatMap((b) => misMarked(b, known) ?? []), HOW_TO_MARK).toEqual([])
   })
