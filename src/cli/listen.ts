@@ -76,9 +76,10 @@ function forwarder(port: number, target: URL, io: Io) {
           signal: AbortSignal.timeout(FORWARD_TIMEOUT_MS),
         })
         const text = await answer.text()
+        // Printed before the answer goes back, so the line never trails the sender's view.
+        io.out(`${new Date().toISOString()}  ${id}  ${event}  ${answer.status} in ${Date.now() - started} ms  ${text.slice(0, 120)}\n`)
         res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'text/plain', ...(answer.headers.get('retry-after') ? { 'retry-after': answer.headers.get('retry-after')! } : {}) })
         res.end(text)
-        io.out(`${new Date().toISOString()}  ${id}  ${event}  ${answer.status} in ${Date.now() - started} ms  ${text.slice(0, 120)}\n`)
       } catch (error) {
         // No answer from the local receiver: 502, which the sender retries.
         res.writeHead(502).end()

@@ -77,7 +77,10 @@ describe('svc-webhooks listen', () => {
     await emulator.settled()
     expect(emulator.deliveries().find((d) => d.id === delivery)?.state).toBe('delivered')
     expect(runs).toBe(1)
-    expect(run.output()).toMatch(new RegExp(`${delivery}  message\\.received  200 in \\d+ ms`))
+    // The line reaches this process through a pipe, after the answer reached the emulator.
+    const line = new RegExp(`${delivery}  message\\.received  200 in \\d+ ms`)
+    for (let i = 0; i < 50 && !line.test(run.output()); i++) await new Promise((done) => setTimeout(done, 100))
+    expect(run.output()).toMatch(line)
 
     run.child.kill('SIGINT')
     expect(await run.exited, run.output()).toBe(0)
