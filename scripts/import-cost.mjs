@@ -4,7 +4,7 @@
 // the neighbours. Median of N processes, beside the peer `standardwebhooks`. `node scripts/import-cost.mjs [runs=21] [--check]` after a build; --check
 // exits 1 when `svc-webhooks` costs more than 1.2 times the peer.
 import { spawnSync } from 'node:child_process'
-import { readdirSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 
 const runs = Math.max(3, Math.min(201, Number(process.argv.find((a) => /^\d+$/.test(a)) ?? 21)))
 const MAX_RATIO = 1.2
@@ -36,8 +36,21 @@ for (let round = 0; round < runs; round++) CASES.forEach(([, load], i) => times[
 const rows = CASES.map(([name], i) => ({ name, min: Math.min(...times[i]), ms: median(times[i]) }))
 const peerRow = rows.find((r) => r.name.startsWith('standardwebhooks'))
 const peer = peerRow.ms
-const chunks = readdirSync(new URL('../dist/', import.meta.url)).filter((f) => /^chunk-.*\.js$/.test(f)).length
-console.log(`CPU time of import() in a fresh process, ${runs} runs each; ESM chunk files in dist/: ${chunks}`)
+/** The files `import 'svc-webhooks'` loads: dist/index.js and the chunks it imports, transitively. */
+function filesOf(entry) {
+  const seen = new Set()
+  const queue = [entry]
+  while (queue.length > 0) {
+    const file = queue.pop()
+    if (seen.has(file)) continue
+    seen.add(file)
+    const text = readFileSync(new URL(`../dist/${file}`, import.meta.url), 'utf8')
+    for (const m of text.matchAll(/(?:from|import) "\.\/([^"]+)"/g)) queue.push(m[1])
+  }
+  return seen.size
+}
+const chunks = filesOf('index.js')
+console.log(`CPU time of import() in a fresh process, ${runs} runs each; import 'svc-webhooks' loads ${chunks} files of dist/`)
 console.log(`${''.padEnd(28)} ${'median'.padStart(8)} ${'ratio'.padStart(6)} ${'min'.padStart(8)} ${'ratio'.padStart(6)}`)
 for (const r of rows) console.log(`${r.name.padEnd(28)} ${r.ms.toFixed(1).padStart(5)} ms ${(r.ms / peer).toFixed(2).padStart(5)}x ${r.min.toFixed(1).padStart(5)} ms ${(r.min / peerRow.min).toFixed(2).padStart(5)}x`)
 const ours = rows[0].min
