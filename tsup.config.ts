@@ -32,17 +32,14 @@ const shared = {
   removeNodeProtocol: false,
 } as const
 
+const publicEntries = { index: 'src/index.ts', testing: 'src/testing.ts', ...adapters, ...optional }
+
 export default defineConfig([
   {
     ...shared,
-    entry: {
-      index: 'src/index.ts',
-      testing: 'src/testing.ts',
-      'crypto/node': 'src/crypto/node.ts',
-      'crypto/web': 'src/crypto/web.ts',
-      ...adapters,
-      ...optional,
-    },
+    entry: { ...publicEntries, 'crypto/node': 'src/crypto/node.ts', 'crypto/web': 'src/crypto/web.ts' },
+    // `#crypto` is resolved by package.json "imports" at run time; no published type names it.
+    dts: { entry: publicEntries },
     format: ['esm', 'cjs'],
     splitting: true,
     external: ['#crypto', /^node:/, /^svc-webhooks/],
