@@ -6,6 +6,11 @@
  * maps its outcome to its own answer (a status, an append result, an ack), as BullMQ's
  * `Worker.processJob` leaves `moveToCompleted`/`moveToFailed` to the engine.
  *
+ * A step past its deadline is abandoned, not finished: the caller's slot is free, but the step
+ * may still be doing its work. Its keys stay claimed until it settles (completed when it
+ * succeeds, released when it fails) or their lease ends, so a retry meets `in_flight` rather
+ * than an empty claim and never runs beside it.
+ *
  * A store that answers synchronously (MemoryStore) with a step that returns no promise is run to
  * the end without a single `await` or promise: each layer of promises costs a turn of the event
  * loop per delivery. The first promise met (a store call or the step) moves the rest onto the
@@ -29,6 +34,23 @@ export type ClaimRunOutcome =
   | Exclude<ClaimResult, 'claimed'>
   | 'lease_lost'
   | { stage: 'claim' | 'step' | 'complete'; error: unknown }
+
+/**
+ * Thrown (or rejected) by a step its caller stopped waiting for while its work still runs (a
+ * handler past its deadline). {@link claimRun} answers `{ stage: 'step', error: reason }` at once
+ * but keeps the keys claimed until `running` settles: a second run must not start beside it.
+ *
+ * @example
+ * throw new AbandonedRun(new Error('handler timed out after 200 ms'), handlerPromise)
+ */
+export class AbandonedRun {
+  constructor(
+    /** Why the caller stopped waiting: the outcome's error. */
+    readonly reason: unknown,
+    /** The abandoned work: the keys are completed when it resolves, released when it rejects. */
+    readonly running: PromiseLike<unknown>,
+  ) {}
+}
 
 /** What {@link claimRun} claims, for whom, and for how long. */
 export interface ClaimRun {
@@ -96,7 +118,7 @@ function runStep(run: ClaimRun, step: () => unknown, count: number): ClaimRunOut
   try {
     ran = step()
   } catch (error) {
-    return release(run, count, { stage: 'step', error })
+    return failed(run, count, error)
   }
   return isThenable(ran) ? settle(run, ran, count) : completeAll(run, count)
 }
@@ -106,9 +128,22 @@ async function settle(run: ClaimRun, ran: PromiseLike<unknown>, count: number): 
     await ran
   } catch (error) {
     // If releasing fails too, the lease expires and a retry runs the step then.
-    return release(run, count, { stage: 'step', error })
+    return failed(run, count, error)
   }
   return completeAll(run, count)
+}
+
+/** A step that threw: its keys released, unless it was abandoned still running (see {@link AbandonedRun}). */
+function failed(run: ClaimRun, count: number, error: unknown): Promise<ClaimRunOutcome> {
+  if (!(error instanceof AbandonedRun)) return release(run, count, { stage: 'step', error })
+  const { reason, running } = error
+  // Held, not released: the keys end with the abandoned work, or with their lease if it never
+  // settles. Its outcome has no one left to hear it, so neither path may reject.
+  void Promise.resolve(running).then(
+    () => completeAll(run, count),
+    () => release(run, count, 'done'),
+  ).then(undefined, () => undefined)
+  return Promise.resolve({ stage: 'step', error: reason })
 }
 
 /**

@@ -26,7 +26,7 @@ export {
 export type { WebhookInput } from './input.js'
 export { ANSWERS, type AnswerName, type AnswerRow } from './answer-texts.js'
 export { DEFAULT_MAX_BODY_BYTES, DEFAULT_TOLERANCE_SECONDS, type SecretLookup, type Secrets, type VerifyOptions } from './options.js'
-export type { SecretSource, SecretState } from './secret-source.js'
+export type { SecretSource, SecretState } from './secrets/index.js'
 export {
   createWebhookReceiver,
   type WebhookAnswerCode,

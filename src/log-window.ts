@@ -54,10 +54,27 @@ export interface LogWindow {
 interface Window {
   opened: number
   repeats: number
-  /** The distinct ids of the repeats, made printable, the first {@link MAX_SUMMARY_IDS} of them. */
+  /** The distinct UUID-shaped ids of the repeats, made printable. */
   ids: Set<string>
-  /** Repeats whose id is not in {@link ids}: none, or one past the cap. */
+  /**
+   * The distinct other ids, made printable: listed after {@link ids}, and the first to give up
+   * their place when the window is full, as no delivery of the service has such an id (§6.1:
+   * UUIDs) and made-up ones must not push a genuine one out of the summary.
+   */
+  odd: Set<string>
+  /** Repeats whose id is not listed: none, or past the cap. */
   unlisted: number
+}
+
+/** A delivery id of the service's shape (spec §6.1: a UUID). */
+export const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/**
+ * A delivery id as a line names it: printable, and without a space, so each listed id is one token
+ * whatever it holds (`\` is escaped by {@link printable}, so `\u0020` cannot be mistaken).
+ */
+export function printableId(id: string): string {
+  return printable(id).replace(/ /g, '\\u0020')
 }
 
 type Timer = ReturnType<typeof setTimeout>
@@ -86,8 +103,9 @@ export function createLogWindow(log: (line: string) => void, { windowMs = LOG_WI
   function summarize(kind: string, window: Window, at: number): void {
     if (window.repeats === 0) return
     const when = at - window.opened < 2 * windowMs ? `the last ${span}` : `the ${span} from ${new Date(window.opened).toISOString()}`
-    const { ids, unlisted } = window
-    const named = ids.size === 0 ? '' : `, delivery id${ids.size === 1 ? '' : 's'} ${[...ids].join(' ')}${unlisted > 0 ? ` (and ${thousands(unlisted)} not listed)` : ''}`
+    const { ids, odd, unlisted } = window
+    const count = ids.size + odd.size
+    const named = count === 0 ? '' : `, delivery id${count === 1 ? '' : 's'} ${[...ids, ...odd].join(' ')}${unlisted > 0 ? ` (and ${thousands(unlisted)} not listed)` : ''}`
     log(`svc-webhooks: ${kind}: ${thousands(window.repeats)} more in ${when}${named}${hint ? `. ${hint}` : ''}`)
   }
 
@@ -143,18 +161,24 @@ export function createLogWindow(log: (line: string) => void, { windowMs = LOG_WI
         window = windows.get(kind)
       }
       if (window === undefined) {
-        windows.set(kind, { opened: at, repeats: 0, ids: new Set(), unlisted: 0 })
+        windows.set(kind, { opened: at, repeats: 0, ids: new Set(), odd: new Set(), unlisted: 0 })
         if (at + windowMs < nextEnd) nextEnd = at + windowMs
         log(typeof line === 'function' ? line() : line)
         return
       }
       window.repeats++
       if (id !== undefined) {
-        const shown = printable(id)
-        if (window.ids.has(shown)) {
+        const shown = printableId(id)
+        const { ids, odd } = window
+        if (ids.has(shown) || odd.has(shown)) {
           // Named already.
-        } else if (window.ids.size < MAX_SUMMARY_IDS) window.ids.add(shown)
-        else window.unlisted++
+        } else if (ids.size + odd.size < MAX_SUMMARY_IDS) (UUID_SHAPE.test(id) ? ids : odd).add(shown)
+        else if (odd.size > 0 && UUID_SHAPE.test(id)) {
+          // A made-up id gives its place to one that can be a delivery.
+          odd.delete(odd.values().next().value!)
+          ids.add(shown)
+          window.unlisted++
+        } else window.unlisted++
       }
       if (window.repeats === 1) arm(at)
     },

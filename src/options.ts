@@ -2,25 +2,19 @@
  * Verification options: the one exported options type, its defaults, and the check that turns
  * invalid options into a startup error instead of a silent pass (STYLE.md "Options").
  */
-import { importSecret, type SecretKey } from '#crypto'
 import { DEFAULT_BODY_TIMEOUT_MS } from './read-body.js'
-import type { SourceCache, SourceSettings } from './secret-cache.js'
-import { isSecretSource, type SecretSource } from './secret-source.js'
+import {
+  importSecrets,
+  isSecretSource,
+  secretProblem,
+  type SecretLookup,
+  type SecretOptions,
+  type Secrets,
+  type SecretSet,
+  type SecretSource,
+} from './secrets/index.js'
 
-/** One secret, or several during a rotation. */
-export type Secrets = string | readonly string[]
-
-/**
- * A secret per request, for a platform with one endpoint (and one secret) per customer: a function
- * of the framework's own request, sync or async. Return `undefined` (or `null`, `''`, `[]`) when
- * the request names no known endpoint: it is answered 404 `unknown_endpoint`. A throw or a
- * rejection is answered 503 `secret_lookup_failed` with `Retry-After`, so the sender retries.
- * It may return the tenant's {@link SecretSource} instead: return the same object for a tenant
- * every time (keep them in a Map), as its cache lives with it.
- */
-export type SecretLookup<R> = (
-  request: R,
-) => Secrets | SecretSource | null | undefined | Promise<Secrets | SecretSource | null | undefined>
+export { SECRET_PREFIX, type SecretLookup, type Secrets, type SecretSet } from './secrets/index.js'
 
 /** Options shared by `verifyWebhook`, `createWebhookReceiver` and every adapter; `R` is the entry's request type. */
 export interface VerifyOptions<R = any> {
@@ -89,32 +83,18 @@ export interface VerifyOptions<R = any> {
    * @default 60000
    */
   maxPendingMs?: number
-}
-
-/** Secrets imported for the HMAC. */
-export interface SecretSet {
-  count: number
-  keys: readonly SecretKey[]
-  /** True when a secret lacks the `svc_whsec_` prefix: a hint for the signature error. */
-  unprefixed: boolean
-  /** The cache the secrets were read through, when they come from a secret source. */
-  source?: SourceCache
+  /**
+   * With a secret source: while a change is pending, how long a delivery that matches none of the
+   * secrets is held while the source is re-read, so it is answered 2xx once the new secret is
+   * stored (a rotation's call that takes a few seconds costs the sender no failed answer). Only
+   * past this is it answered 503 `secret_pending`, inside the sender's 10 s.
+   * @default 8000
+   */
+  pendingHoldMs?: number
 }
 
 /** Options after validation, with each secret imported once. */
-export interface ResolvedVerifyOptions {
-  /** The secrets, when they are fixed at startup. */
-  secrets?: SecretSet
-  /** The per-request lookup, when `secret` is a function. */
-  lookup?: SecretLookup<unknown>
-  /** The secret source, when `secret` is one. */
-  source?: SecretSource
-  /** Its cache, made on first use (src/secrets.ts). */
-  sourceCache?: SourceCache
-  /** The caches of the sources a lookup returned, by source. */
-  sourceCaches?: WeakMap<SecretSource, SourceCache>
-  /** How sources are read: the `secret*Ms` options and `maxPendingMs`. */
-  sourceSettings: SourceSettings
+export interface ResolvedVerifyOptions extends SecretOptions {
   toleranceSeconds: number
   allowV1: boolean
   maxBodyBytes: number
@@ -124,7 +104,6 @@ export interface ResolvedVerifyOptions {
 
 export const DEFAULT_TOLERANCE_SECONDS = 300
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
-export const SECRET_PREFIX = 'svc_whsec_'
 
 const cache = new WeakMap<object, ResolvedVerifyOptions>()
 
@@ -151,6 +130,7 @@ export function resolveVerifyOptions(options: VerifyOptions): ResolvedVerifyOpti
     secretRereadMs = 1000,
     secretReadTimeoutMs = 2000,
     maxPendingMs = 60_000,
+    pendingHoldMs = 8000,
   } = options
   let secrets: SecretSet | undefined
   if (typeof secret === 'function' || isSecretSource(secret)) {
@@ -179,6 +159,10 @@ export function resolveVerifyOptions(options: VerifyOptions): ResolvedVerifyOpti
   for (const [name, value] of Object.entries({ secretRefreshMs, secretRereadMs, secretReadTimeoutMs, maxPendingMs })) {
     if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) fail(`\`${name}\` must be a positive number of milliseconds.`)
   }
+  // Past 9.5 s the sender has given up on the attempt: a 503 it never reads is one more failure.
+  if (typeof pendingHoldMs !== 'number' || !Number.isFinite(pendingHoldMs) || pendingHoldMs < 0 || pendingHoldMs > 9500) {
+    fail('`pendingHoldMs` must be 0 to 9500 ms: the sender waits 10 s.')
+  }
   const resolved: ResolvedVerifyOptions = {
     ...(secrets ? { secrets } : isSecretSource(secret) ? { source: secret } : { lookup: secret as SecretLookup<unknown> }),
     sourceSettings: {
@@ -186,6 +170,7 @@ export function resolveVerifyOptions(options: VerifyOptions): ResolvedVerifyOpti
       rereadMs: secretRereadMs,
       readTimeoutMs: secretReadTimeoutMs,
       maxPendingMs,
+      holdMs: pendingHoldMs,
       now,
       log: (line) => console.warn(line),
     },
@@ -197,24 +182,4 @@ export function resolveVerifyOptions(options: VerifyOptions): ResolvedVerifyOpti
   }
   cache.set(options, resolved)
   return resolved
-}
-
-/**
- * What is wrong with a secret value: `'none'` when there is none, a message when it is unusable,
- * undefined when it is fine. Never quotes the value.
- */
-export function secretProblem(secret: unknown): string | 'none' | undefined {
-  const list = typeof secret === 'string' ? [secret] : Array.isArray(secret) ? secret : undefined
-  if (list === undefined || list.length === 0 || (list.length === 1 && list[0] === '')) return 'none'
-  for (const s of list) {
-    if (typeof s !== 'string' || s.length === 0) return '`secret` holds an empty or non-string value. Is the environment variable set?'
-    if (s.trim() !== s) return '`secret` has leading or trailing whitespace (often a newline copied with it); remove it.'
-  }
-  return undefined
-}
-
-/** Imports checked secrets for the HMAC. */
-export function importSecrets(secret: Secrets): SecretSet {
-  const list: readonly string[] = typeof secret === 'string' ? [secret] : secret
-  return { count: list.length, keys: list.map(importSecret), unprefixed: list.some((s) => !s.startsWith(SECRET_PREFIX)) }
 }

@@ -11,7 +11,7 @@ import { DELIVERY_ID, HEADER_ID, type SignedHeaders } from './headers.js'
 import type { WebhookTransport } from './transport.js'
 import type { WebhookInput } from './input.js'
 import { resolveVerifyOptions, type SecretSet, type VerifyOptions } from './options.js'
-import { TIMED_OUT, within } from './secret-cache.js'
+import { TIMED_OUT, within } from './secrets/index.js'
 import { MemoryStore } from './stores/memory.js'
 import { claimRun } from './claim.js'
 import { DEFAULT_RETENTION_MS, isIdempotencyStore, type IdempotencyStore } from './contracts/store.js'
@@ -20,7 +20,7 @@ import { heldTransport, verifyDelivery, verifySignature, type VerifiedDelivery, 
 import type { WebhookInbox, WebhookInboxProducer } from './contracts/inbox.js'
 import { appendWithin, DEFAULT_INBOX_WAIT_MS } from './inbox/append.js'
 import { createLogWindow, printable } from './log-window.js'
-import type { WebhookTelemetry } from './telemetry.js'
+import { endScope, type WebhookTelemetry } from './telemetry.js'
 import { AnswerCounter, callHook, ownError, resolveLog, resultLine, seenBySender, startupWarnings, type ReceiverStats, type WebhookLog } from './visibility.js'
 import type { EndpointWatcher } from './contracts/watch.js'
 
@@ -417,7 +417,9 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     transport.discard?.(request, bodyTimeoutMs)
     result.status = answer.status
     if (onResult) result.durationMs = now() - started
-    scope?.end(result)
+    // Telemetry names an endpoint only once it is known: a name from the URL of a request that
+    // did not verify would be a label anyone can make up.
+    if (scope) endScope(scope, result, fixedNamespace !== undefined || tenantFound || result.signatureVersion !== undefined)
     report(result, tenantFound)
     return answer
   }

@@ -9,8 +9,7 @@ import { decodeUtf8, hmacMatches } from '#crypto'
 import { isWebhookVerificationError, WebhookVerificationError } from './errors.js'
 import type { WebhookEvent } from './events.js'
 import type { SignedHeaders } from './headers.js'
-import { SECRET_PREFIX, type SecretSet } from './options.js'
-import type { SourceSecretSet } from './secret-cache.js'
+import { SECRET_PREFIX, type SecretSet, type SourceSecretSet } from './secrets/index.js'
 
 /** A delivery whose signature and timestamp were verified; the body is not parsed yet. */
 export interface VerifiedSignature {
@@ -72,8 +71,9 @@ export function matchSignature(
 
 /**
  * {@link matchSignature} for secrets of any origin. Secrets read from a secret source get a
- * second chance on a mismatch: the source is re-read (src/secret-cache.ts) and the delivery
- * matched against what it holds now; no match while a change is pending is 503 `secret_pending`.
+ * second chance on a mismatch: the source is re-read (src/secrets/cache.ts) and the delivery
+ * matched against what it holds now; while a change is pending, the delivery is held and the
+ * source re-read until a secret matches (then verified) or the hold runs out (503 `secret_pending`).
  */
 export function matchSecrets(
   signed: SignedHeaders,
@@ -91,19 +91,41 @@ export function matchSecrets(
   return matched instanceof Promise ? matched.catch((error: unknown) => matchFresh(error, signed, body, secrets as SourceSecretSet, parse)) : matched
 }
 
-/** After a mismatch against a source's cached secrets: the same delivery against a fresh read. */
+/**
+ * After a mismatch against a source's cached secrets: the same delivery against a fresh read,
+ * and while that read says a change is pending, against each later read until one matches or the
+ * hold (`pendingHoldMs`, on a real timer: it is the sender's real 10 s) runs out. A rotation whose
+ * call takes a few seconds is then answered 2xx, not 503: each 503 counts toward the sender's 20.
+ */
 async function matchFresh(mismatch: unknown, signed: SignedHeaders, body: Uint8Array, used: SourceSecretSet, parse: boolean): Promise<VerifiedSignature> {
   if (!isWebhookVerificationError(mismatch) || mismatch.code !== 'invalid_signature') throw mismatch
-  const fresh = await used.source.recheck()
-  if (fresh.keys !== used.keys) {
-    try {
-      return await matchSignature(signed, body, fresh, parse)
-    } catch (error) {
-      if (!isWebhookVerificationError(error) || error.code !== 'invalid_signature') throw error
-      mismatch = error
+  const { source } = used
+  let tried = used.keys
+  let fresh = await source.recheck()
+  let timer: ReturnType<typeof setTimeout> | undefined
+  let over: Promise<undefined> | undefined
+  try {
+    // Bounded twice: by the hold's timer, and by a count (re-reads are spaced by secretRereadMs, at least 1 ms).
+    for (let round = 0; round < 10_000; round++) {
+      if (fresh.keys !== tried) {
+        tried = fresh.keys
+        try {
+          return await matchSignature(signed, body, fresh, parse)
+        } catch (error) {
+          if (!isWebhookVerificationError(error) || error.code !== 'invalid_signature') throw error
+          mismatch = error
+        }
+      }
+      if (!source.holding(fresh)) break
+      over ??= new Promise<undefined>((done) => (timer = setTimeout(done, source.holdMs, undefined)))
+      const next = await Promise.race([source.recheck(), over])
+      if (next === undefined) break
+      fresh = next
     }
+  } finally {
+    clearTimeout(timer)
   }
-  throw used.source.refusal(fresh, mismatch)
+  throw source.refusal(fresh, mismatch)
 }
 
 /** The rest of the secrets loop when the HMAC is a promise (WebCrypto), from secret `index`. */

@@ -14,6 +14,11 @@ export interface TelemetryResult {
   /** The refusal or answer code, when not a success. */
   code?: string
   id?: string
+  /**
+   * The endpoint, once it is known: configured, verified, or found by the `secret` lookup.
+   * {@link UNKNOWN_ENDPOINT} for a name taken from a request that was none of these (anyone can
+   * put any name in a URL), so labels and span names cannot be made up at an attacker's rate.
+   */
   endpoint?: string
   eventType?: string
   /** Handler attempts so far (process only). */
@@ -63,4 +68,26 @@ export interface WebhookTelemetry {
    * worker). Returns a function that unregisters it.
    */
   observe?(component: 'receiver' | 'worker', read: () => Promise<TelemetryGauges> | TelemetryGauges): () => void
+}
+
+/** What a telemetry result names an endpoint that is not known (a name made up in a URL). */
+export const UNKNOWN_ENDPOINT = 'unknown'
+
+/**
+ * Ends `scope` with `result`, its endpoint replaced by {@link UNKNOWN_ENDPOINT} unless `known`.
+ * The result is lent, not copied (no allocation per delivery), and given back as it was: the log
+ * line and `onResult` still see the name as sent.
+ *
+ * @example
+ * if (scope) endScope(scope, result, tenantFound || result.signatureVersion !== undefined)
+ */
+export function endScope(scope: TelemetryScope, result: TelemetryResult, known: boolean): void {
+  const name = result.endpoint
+  if (name === undefined || known) return scope.end(result)
+  result.endpoint = UNKNOWN_ENDPOINT
+  try {
+    scope.end(result)
+  } finally {
+    result.endpoint = name
+  }
 }

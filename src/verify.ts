@@ -7,9 +7,9 @@
  */
 import { getHeader, readSignedHeaders, requireWellFormed, type SignedHeaders, type WebhookHeaders } from './headers.js'
 import { bodyAlreadyParsed, heldLength, isRawBody, toBytes, tooLarge, type WebhookInput } from './input.js'
-import { resolveVerifyOptions, type ResolvedVerifyOptions, type SecretSet, type VerifyOptions } from './options.js'
+import { resolveVerifyOptions, type ResolvedVerifyOptions, type VerifyOptions } from './options.js'
 import { declaresTooMuch } from './read-body.js'
-import { secretsFor } from './secrets.js'
+import { secretsFor, type SecretSet } from './secrets/index.js'
 import { matchSecrets, type VerifiedDelivery, type VerifiedSignature } from './signature.js'
 import type { WebhookTransport } from './transport.js'
 

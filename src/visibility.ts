@@ -12,7 +12,7 @@ import type { WebhookAnswerCode, WebhookOutcome } from './answers.js'
 import { isWebhookVerificationError } from './errors.js'
 import { KNOWN_EVENT_TYPES } from './events.js'
 import type { InboxStats } from './contracts/inbox.js'
-import { createLogWindow, errorLabel, printable } from './log-window.js'
+import { createLogWindow, errorLabel, printable, printableId } from './log-window.js'
 import { SECRET_PREFIX } from './options.js'
 import type { EndpointWatchView } from './contracts/watch.js'
 
@@ -180,7 +180,8 @@ export function resultLine(result: {
 function lineOf(result: { outcome: WebhookOutcome; status: number; code?: string; id?: string; endpoint?: string; error?: unknown }, row: AnswerRow | undefined, failed: boolean): string {
   // The endpoint of a refused request can be a name taken from its URL: escaped and capped.
   const endpoint = result.endpoint && result.endpoint !== 'default' ? `endpoint ${printable(result.endpoint)}` : undefined
-  const about = [result.id === undefined ? undefined : `delivery ${result.id}`, endpoint].filter(Boolean).join(', ')
+  // The id of a refused request is as sent: printable, and at most one token (ids are parsed back by `resend --from-log`).
+  const about = [result.id === undefined ? undefined : `delivery ${printableId(result.id)}`, endpoint].filter(Boolean).join(', ')
   const where = about ? ` (${about})` : ''
   if (result.outcome === 'refused') {
     const why = isWebhookVerificationError(result.error) ? result.error.message : `an unexpected error (${describeError(result.error)}).`

@@ -27,8 +27,8 @@ try {
   console.error(`Cannot create the inbox tables in DATABASE_URL: ${error.message}`)
   process.exit(1)
 }
-// Processed ids are remembered for 72 h (a resend is a duplicate), then swept.
-const sweeper = setInterval(() => inbox.sweep().catch((error) => console.error(`sweep: ${error.message}`)), 60_000)
+// Processed ids are remembered for 72 h (a resend is a duplicate); the inbox deletes them after
+// that on its own (an unref'd timer, one process at a time): no sweep() to schedule.
 
 const worker = createInboxWorker({
   inbox,
@@ -72,7 +72,7 @@ async function shutdown(signal) {
     console.error('Still busy 20 s after the signal: exiting anyway.')
     process.exit(1)
   }, 20_000).unref()
-  clearInterval(sweeper)
+  inbox.close()
   const closed = new Promise((resolve) => server.close(resolve))
   server.closeIdleConnections()
   await Promise.all([closed, worker.stop(15_000)])

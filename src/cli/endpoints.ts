@@ -8,6 +8,7 @@
  */
 import { accessSync, constants, renameSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
+import { DEFAULT_RETENTION_MS } from '../contracts/store.js'
 import { createServiceClient, isServiceApiError } from '../service/client.js'
 import type { ServiceClient, WebhookEndpoint } from '../service/types.js'
 import { defineCommand, EXIT, httpUrl, readText, UsageError, type Command, type Flag, type Io, type Values } from './command.js'
@@ -316,40 +317,122 @@ rotate again.`,
   },
 )
 
+/** A UUID anywhere in a text, not inside a longer token of letters, digits or dashes. */
+const UUID_IN_TEXT = /(?<![0-9a-z-])[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?![0-9a-z-])/gi
+const HAS_UUID = new RegExp(UUID_IN_TEXT.source, 'i')
+/** Where a line of ours begins: the first `svc-webhooks: <status> <code>` in it, whatever a logger put before. */
+const OURS = /svc-webhooks: (\d{3}) ([a-z_]+)/i
+/** The summary's id list starts after the last of these: an id holds no space, so none can contain it. */
+const ID_LIST = /, delivery ids? /gi
+/** How many unread lines are listed one by one. */
+const MAX_UNREAD_SHOWN = 10
+/** More ids than this from a log are resent only with --yes: a few disables' worth (the service disables an endpoint at 20 refusals in a row). */
+const CONFIRM_PAST = 100
+
+/** What {@link refusedIds} found in a log. */
+export interface RefusedInLog {
+  /** The distinct delivery ids of 4xx refusals, lowercase, in the order first seen. */
+  ids: string[]
+  /** Refusals counted in summaries past the ids they list (`(and N not listed)`). */
+  unnamed: number
+  /** Refusals whose id is not a UUID: no delivery of the service has one (§6.1), so none can be resent. */
+  notUuid: number
+  /** Summary lines that listed as many ids as a window can hold: more refusals in 10 s than the sender ever makes. */
+  fullWindows: number
+  /** Lines that look like refusal lines but could not be read: their number (from 1) and why. */
+  unread: Array<{ line: number; why: string }>
+}
+
 /**
  * The delivery ids of the refusal lines in a log: the receiver's own lines
  * (`svc-webhooks: 401 invalid_signature (delivery <id>, ...): ...`), the summaries of collapsed
  * repeats (`...: 12 more in the last 10 s, delivery ids <id> <id> ... (and N not listed)`: each
  * distinct id, up to the cap), and JSON lines of a logged result
  * (`{"outcome":"refused","status":401,"id":"..."}`). Only 4xx refusals: the sender retries a 5xx
- * itself. Only UUIDs: a refused request's id may be anything.
+ * itself. Ids are taken by their UUID shape from where the line puts them, whatever else the line
+ * holds (a forged id with a `.` or a `(`, a tenant name with a `:`), so nothing a request sends
+ * can hide the ids after it; a line that looks like a refusal line but cannot be read is returned
+ * in `unread`, never skipped.
+ *
+ * @example
+ * refusedIds('svc-webhooks: 401 invalid_signature (delivery 0b6c...): ...').ids // ['0b6c...']
  */
-export function refusedIds(text: string): { ids: string[]; unnamed: number } {
+export function refusedIds(text: string): RefusedInLog {
   const ids = new Set<string>()
-  let unnamed = 0
-  const add = (id: string) => {
-    if (UUID.test(id)) ids.add(id.toLowerCase())
-  }
-  const line = /svc-webhooks: (4\d\d) [a-z_]+ \(delivery ([0-9a-f-]{36})[,)]/i
-  const summary = /svc-webhooks: (4\d\d) [a-z_]+(?:, endpoint [^:]*)?: [\d,]+ more in .*?, delivery ids? ([^.(]+?)(?: \(and ([\d,]+) not listed\))?\./i
-  for (const raw of text.split(/\r?\n/)) {
-    const refused = line.exec(raw)
-    if (refused) add(refused[2]!)
-    const collapsed = summary.exec(raw)
-    if (collapsed) {
-      for (const id of collapsed[2]!.split(' ')) add(id)
-      unnamed += Number((collapsed[3] ?? '0').replace(/,/g, ''))
-    }
-    if (!refused && !collapsed && raw.trimStart().startsWith('{')) {
-      try {
-        const logged = JSON.parse(raw) as { outcome?: unknown; status?: unknown; id?: unknown }
-        if (logged.outcome === 'refused' && typeof logged.status === 'number' && logged.status >= 400 && logged.status < 500 && typeof logged.id === 'string') add(logged.id)
-      } catch {
-        // Not JSON after all: not a line of ours.
+  const found: RefusedInLog = { ids: [], unnamed: 0, notUuid: 0, fullWindows: 0, unread: [] }
+  const lines = text.split(/\r?\n/)
+  for (let n = 0; n < lines.length; n++) {
+    const raw = lines[n]!
+    const unread = (why: string) => void found.unread.push({ line: n + 1, why })
+    const ours = OURS.exec(raw)
+    if (ours) {
+      if (!ours[1]!.startsWith('4')) continue
+      const rest = raw.slice(ours.index + ours[0].length)
+      if (rest.startsWith(' (delivery ')) {
+        // One refusal: its id is the token right after `(delivery ` (an id holds no space).
+        const after = rest.slice(' (delivery '.length)
+        const token = after.split(' ', 1)[0]!
+        const uuids = token.match(UUID_IN_TEXT)
+        if (uuids) for (const id of uuids) ids.add(id.toLowerCase())
+        else if (token.length === after.trimEnd().length) unread('a refusal line cut short in its delivery id')
+        else found.notUuid++
+        continue
       }
+      if (/^(?:, endpoint .*)?: [\d,]+ more in /.test(rest)) {
+        // A summary: the ids follow the last `, delivery id(s) `; none when the requests named none.
+        let at = -1
+        for (const match of rest.matchAll(ID_LIST)) at = match.index + match[0].length
+        if (at < 0) continue
+        let list = rest.slice(at)
+        // Every UUID of the list is taken, whatever the tokens around it hold.
+        const uuids = list.match(UUID_IN_TEXT) ?? []
+        for (const id of uuids) ids.add(id.toLowerCase())
+        const counted = /\(and ([\d,]+) not listed\)/.exec(list)
+        if (counted) {
+          found.unnamed += Number(counted[1]!.replace(/,/g, ''))
+          found.fullWindows++
+          list = list.slice(0, counted.index)
+        }
+        // What the list holds besides UUIDs, for the count of ids no delivery has: the list ends
+        // where the receiver's hint (a sentence, no UUID) begins, a logger's JSON wrapper maybe after it.
+        const end = list.lastIndexOf('. ')
+        const hint = end >= 0 && /^[A-Z]/.test(list.slice(end + 2)) && !HAS_UUID.test(list.slice(end))
+        if (hint) list = list.slice(0, end)
+        const tokens = list.split(' ').filter((token) => token !== '' && token !== '.')
+        found.notUuid += tokens.filter((token) => !HAS_UUID.test(token)).length
+        const last = tokens[tokens.length - 1]
+        // The line ends inside what looks like an id: cut short, by a log shipper's line limit.
+        if (!counted && !hint && last !== undefined && /^[0-9a-f-]+$/i.test(last) && !UUID.test(last)) {
+          found.notUuid--
+          unread('a summary line cut short in its list of ids')
+        }
+        continue
+      }
+      if (rest.startsWith(': ') || rest.startsWith(', endpoint ')) continue // A refusal of a request that sent no usable id.
+      unread(`a ${ours[1]} line of svc-webhooks in a form this version does not read`)
+      continue
+    }
+    if (/svc-webhooks: other lines: [\d,]+ more in .*, delivery ids? /.test(raw)) {
+      // Past 100 kinds at once the log counts every further kind together, 5xx and 4xx alike.
+      unread('a summary of lines of more kinds than the log keeps apart: its ids are not all refusals, so none is taken')
+      continue
+    }
+    if (raw.trimStart().startsWith('{')) {
+      let logged: { outcome?: unknown; status?: unknown; id?: unknown }
+      try {
+        logged = JSON.parse(raw) as typeof logged
+      } catch {
+        if (raw.includes('"refused"')) unread('a JSON line that does not parse (cut short?)')
+        continue
+      }
+      if (logged?.outcome !== 'refused' || typeof logged.status !== 'number' || logged.status < 400 || logged.status >= 500) continue
+      if (typeof logged.id !== 'string') continue
+      if (UUID.test(logged.id)) ids.add(logged.id.toLowerCase())
+      else found.notUuid++
     }
   }
-  return { ids: [...ids], unnamed }
+  found.ids = [...ids]
+  return found
 }
 
 const resend = defineCommand(
@@ -361,39 +444,69 @@ const resend = defineCommand(
     description: `Asks the service to send deliveries again: the stored bytes, under the same id, with a fresh
 timestamp and signatures. A receiver that deduplicates by id processes each at most once.
 --from-log collects the ids of the 4xx refusal lines svc-webhooks wrote (and of JSON lines of a
-logged onResult with outcome "refused"); a summary line of collapsed repeats names each distinct
-id up to 250 per 10 s, and says how many it could not list (log each refusal through onResult to
-keep them all). Resend once the cause (a wrong secret, an unknown tenant) is fixed.`,
+logged onResult with outcome "refused"), by their UUID shape wherever the line puts them; a
+summary line of collapsed repeats names each distinct id up to 250 per 10 s, and says how many it
+could not list (log each refusal through onResult to keep them all). A line that looks like a
+refusal line but cannot be read is reported on stderr. Resend once the cause (a wrong secret, an
+unknown tenant) is fixed.
+
+A refused request's id is whatever it sent: anyone who can reach the receiver can fill its log
+with made-up ids, or with real ids of deliveries older than the receiver's dedupe retention (72 h
+by default), which run again when resent. So --from-log resends without --yes only when the log
+names at most ${CONFIRM_PAST} ids, no summary hit its cap of 250 (more refusals in 10 s than the
+sender makes: the service disables an endpoint after 20 in a row), and the log was written in
+the last 72 h. Otherwise it resends nothing and says why: check the ids with --dry-run, cut the
+log to the incident, or pass --yes.`,
     flags: {
       'from-log': { type: 'string', value: 'FILE', help: 'resend the delivery ids of the refusal lines in FILE' },
       'dry-run': { type: 'boolean', help: 'print the ids that would be resent, and resend none' },
+      yes: { type: 'boolean', help: `resend every id --from-log found, even past ${CONFIRM_PAST} ids, a full summary\nor a log older than 72 h` },
       ...SERVICE_FLAGS,
     },
     examples: ['npx svc-webhooks endpoints resend --from-log receiver.log', 'npx svc-webhooks endpoints resend 7d3e... 91af...'],
-    exitCodes: '0 every delivery was accepted for resending, 1 one or more were not (or the log named none), 2 usage error.',
+    exitCodes: '0 every delivery was accepted for resending, 1 one or more were not (or the log named none), 2 usage error, or --from-log needs --yes.',
   },
   async ({ values, positionals }, io) => {
     const given = positionals.map((p) => uuid(p, 'a delivery id'))
-    let unnamed = 0
-    const fromLog: string[] = []
-    if (values['from-log'] !== undefined) {
-      const found = refusedIds(readText(values['from-log'], '--from-log'))
-      fromLog.push(...found.ids)
-      unnamed = found.unnamed
-    } else if (given.length === 0) {
+    const file = values['from-log']
+    let found: RefusedInLog | undefined
+    if (file !== undefined) found = refusedIds(readText(file, '--from-log'))
+    else if (given.length === 0) {
       throw new UsageError('no delivery ids: give them (svc-webhooks endpoints resend <id>...) or --from-log FILE.')
     }
-    const ids = [...new Set([...given.map((id) => id.toLowerCase()), ...fromLog])]
-    if (unnamed > 0) {
-      io.err(`warning: ${unnamed} more refusals were counted in summary lines past the ids they list; they cannot be resent from this log (log each refusal through onResult to keep every id).\n`)
+    const ids = [...new Set([...given.map((id) => id.toLowerCase()), ...(found?.ids ?? [])])]
+    if (found) {
+      for (const { line, why } of found.unread.slice(0, MAX_UNREAD_SHOWN)) io.err(`warning: ${file}:${line} not read: ${why}.\n`)
+      if (found.unread.length > MAX_UNREAD_SHOWN) io.err(`warning: ${found.unread.length - MAX_UNREAD_SHOWN} more lines not read.\n`)
+      if (found.unnamed > 0) {
+        io.err(`warning: ${found.unnamed} more refusals were counted in summary lines past the ids they list; they cannot be resent from this log (log each refusal through onResult to keep every id).\n`)
+      }
+      if (found.notUuid > 0) io.err(`note: ${found.notUuid} refusals named an id that is not a UUID: no delivery of the service has one, so they were not resent.\n`)
     }
     if (ids.length === 0) {
-      io.err(`svc-webhooks endpoints resend: no refused deliveries named in ${values['from-log']}.\n`)
+      io.err(`svc-webhooks endpoints resend: no refused deliveries named in ${file}.\n`)
       return EXIT.failed
     }
     if (values['dry-run']) {
       io.out(values.json ? `${JSON.stringify(ids)}\n` : `${ids.join('\n')}\n`)
       return EXIT.ok
+    }
+    if (found && file !== undefined && !values.yes) {
+      const why: string[] = []
+      if (found.ids.length > CONFIRM_PAST) why.push(`it names ${found.ids.length} ids (more than ${CONFIRM_PAST})`)
+      if (found.fullWindows > 0) {
+        why.push(`${found.fullWindows} summary line${found.fullWindows === 1 ? '' : 's'} hit the cap of 250 ids per 10 s: a flood of requests, not the sender, which stops at 20 refusals in a row`)
+      }
+      const age = Date.now() - statSync(file).mtimeMs
+      if (age > DEFAULT_RETENTION_MS) why.push(`it was last written ${Math.floor(age / 3_600_000)} h ago, past the receiver's dedupe retention (72 h by default)`)
+      if (why.length > 0) {
+        io.err(
+          `svc-webhooks endpoints resend: nothing resent: ${why.join('; ')}. A refused request's id is whatever it sent, so this log may name ` +
+            'made-up ids, or real ids of deliveries older than the dedupe retention, which run again when resent. ' +
+            `See them with --dry-run, cut the log to the incident, or pass --yes to resend all ${ids.length}.\n`,
+        )
+        return EXIT.usage
+      }
     }
     const client = service(values, io)
     const results: Array<{ id: string; ok: boolean; status?: number; code?: string; answer?: Record<string, string>; error?: string }> = []

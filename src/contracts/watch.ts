@@ -19,6 +19,16 @@ export interface EndpointWatchView {
   lastReadAt?: number
   /** When this watch last enabled the endpoint again. */
   reenabledAt?: number
+  /**
+   * Who disabled it, while it is disabled: `service` after failures (`last_error` set, spec §3.2),
+   * which `reenable` undoes; `operator` on purpose, which is left as it is.
+   */
+  disabledBy?: 'service' | 'operator'
+  /**
+   * The service disabled it again after this watch enabled it, with no delivery delivered in
+   * between: the watch no longer re-enables it until someone else does.
+   */
+  heldBack?: boolean
   /** Why the last read or re-enable failed (never the token), or why the receiver was not ready to be re-enabled. */
   error?: string
 }

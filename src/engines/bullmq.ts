@@ -20,6 +20,7 @@ import { processDelivery, type InboxWorkerResult, type Job as ProcessJob } from 
 import { printable } from '../log-window.js'
 import { positiveOption } from '../option-checks.js'
 import { withDeadline } from '../clients/deadline.js'
+import { isRedisCluster, redisClientKind, requireHashTag } from '../clients/redis-keys.js'
 import { appendToken, DELIVERY_JOB_NAME, type DeliveryJobData, enginePolicy, fromJobData, toJobData, unavailable, type EngineProcessorOptions, type Settlement } from './job-data.js'
 
 export type { DeliveryJobData } from './job-data.js'
@@ -144,6 +145,7 @@ export class BullMQInbox implements WebhookInboxProducer {
     }
     positiveOption(retentionMs, 'BullMQInbox retentionMs')
     positiveOption(timeoutMs, 'BullMQInbox timeoutMs')
+    checkClusterQueue(queue)
     this.queue = queue
     this.timeoutMs = timeoutMs
     const retries = queue.defaultJobOptions?.attempts === undefined ? DEFAULT_RETRIES : {}
@@ -254,6 +256,26 @@ export class BullMQInbox implements WebhookInboxProducer {
     const stored = (job?.data as { token?: unknown } | undefined)?.token
     return stored === undefined || stored === token
   }
+}
+
+/**
+ * Refuses, at construction, a queue on Redis Cluster that BullMQ cannot serve: one whose prefix has
+ * no hash tag (each BullMQ script touches several keys of the queue: CROSSSLOT at the first add),
+ * and one on a node-redis `createCluster()` connection. BullMQ 6's node-redis adapter has no
+ * Cluster support yet: the add works, but a Worker on such a connection waits for a `ready` event
+ * the node-redis Cluster never sends, so its blocking wait for new jobs is never issued and the
+ * jobs stay in `wait` (seen with 30 deliveries: 29 never ran). An ioredis `Cluster` works.
+ */
+function checkClusterQueue(queue: BullMQQueueLike): void {
+  const { connection, prefix = 'bull' } = (queue as { opts?: { connection?: unknown; prefix?: string } }).opts ?? {}
+  if (redisClientKind(connection) === 'node-redis-cluster') {
+    throw new TypeError(
+      "svc-webhooks: BullMQInbox: the queue's connection is a node-redis Cluster (createCluster), which BullMQ 6 does not support: " +
+        "a Worker on it never wakes for new jobs, so accepted deliveries stay in 'wait'. Connect the Queue and the Worker with " +
+        "ioredis: new Queue(name, { connection: new Cluster(nodes), prefix: '{bull}' }).",
+    )
+  }
+  if (isRedisCluster(connection)) requireHashTag(prefix, 'the BullMQ queue `prefix`', '{bull}')
 }
 
 /** Options of {@link createBullMQProcessor}. */

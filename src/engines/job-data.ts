@@ -8,6 +8,7 @@ import { fromBase64, toBase64 } from '../base64.js'
 import type { WebhookHandler, WebhookHandlers } from '../contracts/handler.js'
 import { DEFAULT_RETENTION_MS, isIdempotencyStore, type IdempotencyStore } from '../contracts/store.js'
 import { positiveOption } from '../option-checks.js'
+import { MemoryStore } from '../stores/memory.js'
 import { callHook, lineSink, startupWarnings, type WebhookLog } from '../visibility.js'
 import type { WebhookTelemetry } from '../telemetry.js'
 import { InboxError, type InboxDelivery } from '../contracts/inbox.js'
@@ -112,7 +113,11 @@ export interface EngineProcessorOptions {
    * after its handler succeeded (a worker killed before the ack reached the engine, a lock or
    * an expiry lost while the handler ran) does not run the handler a second time. Without it a
    * handler runs at least once per id; give one (a `RedisStore`, a `PostgresStore`) when a
-   * second run would do harm.
+   * second run would do harm. A handler past `handlerTimeoutMs` keeps its id claimed until it
+   * settles, so the engine's retry meets `in_flight` and never runs beside it. The default holds
+   * claims in this process only: a job retried on another worker process, or taken over from a
+   * killed one, is not guarded by it.
+   * @default a `MemoryStore` of this processor's own
    */
   store?: IdempotencyStore
   /**
@@ -161,7 +166,8 @@ export function enginePolicy(engine: string, options: EngineProcessorOptions, ti
   for (const line of startupWarnings(on, undefined)) lines.once(line)
   return {
     handlers: on as Record<string, WebhookHandler<unknown> | undefined>,
-    ...(store && { store }),
+    // Never none: without a claim a handler past its deadline would run again beside itself.
+    store: store ?? new MemoryStore(),
     // The last key: with `allowV1` a v2 delivery's keys end with its v1 replay key, the only key
     // a v1-only resend of it has, so both forms of one delivery share one processed record.
     storeKey: (delivery) => PROCESSED_PREFIX + delivery.keys[delivery.keys.length - 1],

@@ -57,6 +57,7 @@
 import { isPostgresRefusal, type PostgresQueryable } from '../clients/postgres.js'
 import { positiveOption } from '../option-checks.js'
 import { inboxDeadline, unchecked } from '../clients/deadline.js'
+import { Maintenance, maintenanceSql, type MaintenanceOptions, type MaintenanceRound } from '../clients/postgres-maintenance.js'
 import { DEFAULT_TABLE, createInboxTableSql, names, statements, type Statements } from './postgres-sql.js'
 import {
   InboxError,
@@ -83,7 +84,7 @@ interface PostgresPool extends PostgresQueryable {
 }
 
 /** Options of {@link PostgresInbox}. */
-export interface PostgresInboxOptions {
+export interface PostgresInboxOptions extends MaintenanceOptions {
   /**
    * A `pg` Pool (`new pg.Pool(...)`; `max: 1` for a single connection). A Pool, not a Client: a
    * Client does not reconnect after the database restarts, a Pool opens a fresh connection.
@@ -156,8 +157,8 @@ function delivery(row: Row): InboxDelivery {
  * A durable inbox on Postgres. Accepted deliveries survive a restart of the receiver, the
  * workers and the database (as far as its `fsync` and `synchronous_commit` make commits
  * durable: `durabilityWarnings()` says when they do not), and the same object answers again once
- * a restarted database is back. Processed keys stay until `sweep()` deletes them once their
- * retention has passed: run it from a cron job or a timer. Every method rejects with an
+ * a restarted database is back. Processed keys are deleted by the inbox itself once their
+ * retention has passed (every `maintenanceIntervalMs`, one process at a time). Every method rejects with an
  * `InboxError` (`unavailable` or `refused`) when the database fails it, a TypeError when called
  * with arguments that are not what it takes.
  *
@@ -169,7 +170,6 @@ function delivery(row: Row): InboxDelivery {
  * await inbox.ensureTable()
  * app.post('/webhooks/svc', webhooks({ secret, inbox }))
  * createInboxWorker({ inbox, on: { 'message.received': save } }).start()
- * setInterval(() => inbox.sweep().catch(console.error), 60_000).unref()
  */
 export class PostgresInbox implements WebhookInbox {
   readonly table: string
@@ -177,8 +177,9 @@ export class PostgresInbox implements WebhookInbox {
   readonly timeoutMs: number
   private readonly pool: PostgresPool
   private readonly sql: Statements
+  private readonly maintenance: Maintenance
 
-  constructor({ pool, client, table = DEFAULT_TABLE, retentionMs = DEFAULT_RETENTION_MS, timeoutMs = 2000 }: PostgresInboxOptions) {
+  constructor({ pool, client, table = DEFAULT_TABLE, retentionMs = DEFAULT_RETENTION_MS, timeoutMs = 2000, ...maintenance }: PostgresInboxOptions) {
     if (client !== undefined) {
       throw new TypeError(
         'svc-webhooks: PostgresInbox takes `pool` (new pg.Pool(...)), not `client`: a pg.Client does not reconnect after the database restarts, so every later operation would fail. For one connection pass new pg.Pool({ ..., max: 1 }).',
@@ -201,6 +202,31 @@ export class PostgresInbox implements WebhookInbox {
     this.table = table
     this.retentionMs = retentionMs
     this.timeoutMs = timeoutMs
+    // Processed keys past their retention go on their own: no sweep() timer to forget.
+    const keys = names(table).keys
+    this.maintenance = new Maintenance(pool, maintenanceSql(keys, 'processed_until < now()'), keys, maintenance, 'PostgresInbox')
+    this.maintenance.start()
+  }
+
+  /**
+   * One maintenance round now, as the timer runs it: processed keys past their retention deleted
+   * in batches of `maintenanceBatch`, unless another process holds the table's maintenance lock.
+   *
+   * @example
+   * const { locked, deleted } = await inbox.maintain()
+   */
+  maintain(): Promise<MaintenanceRound> {
+    return this.maintenance.round()
+  }
+
+  /**
+   * Stops the maintenance timer (it is unref'd, so a process exits without this).
+   *
+   * @example
+   * inbox.close()
+   */
+  close(): void {
+    this.maintenance.stop()
   }
 
   /**
@@ -218,7 +244,7 @@ export class PostgresInbox implements WebhookInbox {
    * Deletes up to `limit` processed keys whose retention has passed and says how many.
    *
    * @example
-   * setInterval(() => inbox.sweep().catch(console.error), 60_000).unref()
+   * await inbox.sweep() // from your own scheduler, with maintenanceIntervalMs: false
    */
   async sweep(limit = 10_000): Promise<number> {
     return (await this.first<{ n: number }>('sweep', this.sql.sweep, [limit])).n

@@ -8,7 +8,7 @@
 import { decodeUtf8 } from '#crypto'
 import type { WebhookEvent } from '../events.js'
 import type { WebhookHandler } from '../contracts/handler.js'
-import { claimRun } from '../claim.js'
+import { AbandonedRun, claimRun } from '../claim.js'
 import type { IdempotencyStore } from '../contracts/store.js'
 import type { VerifiedDelivery } from '../verify.js'
 import type { InboxDelivery } from '../contracts/inbox.js'
@@ -125,11 +125,12 @@ function parse(rawBody: Uint8Array): WebhookEvent {
   return event as WebhookEvent
 }
 
-type Settled = { ok: true } | { ok: false; error: unknown }
+type Settled = { ok: true } | { ok: false; error: unknown; running?: Promise<unknown> }
 
 /**
  * Runs the handler until it settles or its deadline passes. Past the deadline the run is
- * abandoned (its promise is no longer awaited, so the worker's slot is free) and its signal aborted.
+ * abandoned (its promise is no longer awaited, so the worker's slot is free) and its signal
+ * aborted; `running` is the handler's own promise, which the store claim follows to its end.
  */
 function runWithDeadline(
   handler: WebhookHandler<unknown>,
@@ -140,17 +141,19 @@ function runWithDeadline(
   scope: TelemetryScope | undefined,
 ): Promise<Settled> {
   return new Promise<Settled>((resolve) => {
+    // The deadline counts from before the handler is called (its synchronous part included).
     const timer = setTimeout(() => {
       const error = namedError('TimeoutError', `handler timed out after ${timeoutMs} ms`)
       controller.abort(error)
-      resolve({ ok: false, error })
+      resolve({ ok: false, error, running })
     }, timeoutMs)
     const settle = (result: Settled) => {
       clearTimeout(timer)
       resolve(result)
     }
     // A handler that throws synchronously is a failure like a rejection.
-    new Promise<unknown>((run) => run(scope ? scope.run(() => handler(event, delivery)) : handler(event, delivery))).then(
+    const running = new Promise<unknown>((run) => run(scope ? scope.run(() => handler(event, delivery)) : handler(event, delivery)))
+    running.then(
       () => settle({ ok: true }),
       (error: unknown) => settle({ ok: false, error }),
     )
@@ -262,7 +265,9 @@ export async function processDelivery(job: Job, policy: ProcessPolicy): Promise<
       const verified: VerifiedDelivery<unknown> = { id, timestamp, signatureVersion, secretIndex, rawBody, event, signal: controller.signal }
       const settled = await runWithDeadline(handler, event, verified, controller, policy.handlerTimeoutMs, scope)
       outside?.removeEventListener('abort', follow)
-      if (!settled.ok) throw settled.error
+      // Past its deadline the handler may still be doing its work: the store claim stays held
+      // until it settles, so a retry meets `in_flight` and never runs beside it.
+      if (!settled.ok) throw settled.running ? new AbandonedRun(settled.error, settled.running) : settled.error
     },
   )
 

@@ -7,7 +7,8 @@
  * restart as far as the server's persistence does (run it with `appendonly yes`, `appendfsync
  * always`; `durabilityWarnings()` says when it does not).
  *
- * Key layout under `prefix` (default `svc-webhooks:inbox:`), and why each structure:
+ * Key layout under `prefix` (default `{svc-webhooks:inbox}:`: its hash tag puts every key of the
+ * inbox in one Redis Cluster slot, as one script touches several of them), and why each structure:
  *
  * - `e:<primary key>`: a HASH per delivery (waiting, leased or dead): its fields, `attempts`,
  *   `takes`, `retriesSince`, `lastError`, `lease`, `leaseUntil`, `state`. A hash so a take, a
@@ -59,6 +60,8 @@ import { DEFAULT_RETENTION_MS } from '../contracts/store.js'
 import { positiveOption } from '../option-checks.js'
 import { adapt, isRedisRefusal, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
 import { inboxDeadline, unchecked } from '../clients/deadline.js'
+import { isRedisCluster, requireHashTag } from '../clients/redis-keys.js'
+import { DEFAULT_PREFIX, LEGACY_PREFIX, legacyWarnings } from './redis-move.js'
 import { APPEND, BURY, COMPLETE, DEAD, EXTEND, EXTRA, PURGE, RELEASE, REQUEUE, RETRY, SETTINGS, STATS, TAKE } from './redis-scripts.js'
 
 /** Options of {@link RedisInbox}. */
@@ -70,10 +73,11 @@ export interface RedisInboxOptions {
    */
   client: IORedisLikeClient | NodeRedisLikeClient
   /**
-   * Prepended to every key. On Redis Cluster put a hash tag in it (`'{svc-webhooks:inbox}:'`):
-   * a take reaches entries it only learns about inside its script, so every key of one inbox
-   * must live in one slot.
-   * @default 'svc-webhooks:inbox:'
+   * Prepended to every key. Its hash tag (`{...}`) puts every key of one inbox in one Redis
+   * Cluster slot: a take reaches entries it only learns about inside its script. With a Cluster
+   * client (ioredis `Cluster`, node-redis `createCluster`) a prefix without a tag is refused at
+   * construction; a single server takes any prefix.
+   * @default '{svc-webhooks:inbox}:'
    */
   prefix?: string
   /**
@@ -196,9 +200,14 @@ export class RedisInbox implements WebhookInbox {
   private readonly run: Run
   private readonly due: string
 
-  constructor({ client, prefix = 'svc-webhooks:inbox:', retentionMs = DEFAULT_RETENTION_MS, timeoutMs = 2000 }: RedisInboxOptions) {
+  private readonly client: unknown
+
+  constructor({ client, prefix = DEFAULT_PREFIX, retentionMs = DEFAULT_RETENTION_MS, timeoutMs = 2000 }: RedisInboxOptions) {
     this.run = adapt(client, 'RedisInbox')
     if (typeof prefix !== 'string') throw new TypeError('svc-webhooks: RedisInbox `prefix` must be a string.')
+    // On a Cluster every key of one script must share a slot: refused here, not at the first delivery.
+    if (isRedisCluster(client)) requireHashTag(prefix, 'RedisInbox `prefix`')
+    this.client = client
     positiveOption(retentionMs, 'RedisInbox `retentionMs`')
     positiveOption(timeoutMs, 'RedisInbox `timeoutMs`')
     this.prefix = prefix
@@ -335,6 +344,8 @@ export class RedisInbox implements WebhookInbox {
       return [`svc-webhooks: RedisInbox could not check the server's persistence and eviction settings (${unchecked(error)}); make sure it runs with appendonly yes and maxmemory-policy noeviction.`]
     }
     const warnings: string[] = []
+    // Deliveries accepted before the default prefix carried a hash tag wait under the old one.
+    if (this.prefix === DEFAULT_PREFIX && !isRedisCluster(this.client)) warnings.push(...(await legacyWarnings(this.run, LEGACY_PREFIX, this.prefix)))
     if (infoField(persistence, 'aof_enabled') !== '1') {
       warnings.push('svc-webhooks: RedisInbox: the server runs without appendonly: a crash or restart loses every delivery accepted since its last snapshot, after the sender was told 202. Set appendonly yes and appendfsync always.')
     }

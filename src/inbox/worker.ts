@@ -20,6 +20,7 @@
 import type { WebhookHandler, WebhookHandlers } from '../contracts/handler.js'
 import { DEFAULT_RETENTION_MS, type IdempotencyStore } from '../contracts/store.js'
 import { positiveOption } from '../option-checks.js'
+import { MemoryStore } from '../stores/memory.js'
 import { callHook, lineSink, startupWarnings, type WebhookLog } from '../visibility.js'
 import type { WebhookTelemetry } from '../telemetry.js'
 import { isInboxError, type InboxEntry, type WebhookInbox } from '../contracts/inbox.js'
@@ -36,10 +37,13 @@ export interface InboxWorkerOptions {
   /** Handlers by event type, called as `handler(event, delivery)`, as in the receiver; `delivery.signal` is aborted past the deadline. */
   on: WebhookHandlers
   /**
-   * Guards each delivery id with claim → run → complete, for inboxes that may hand a delivery out
-   * twice (Cloudflare Queues deliver at least once). Not needed with RedisInbox or PostgresInbox.
-   * The claim lasts `handlerTimeoutMs + visibilityTimeoutMs` (the longest a run and its ack can
-   * take), so it needs no renewal.
+   * Guards each delivery id with claim → run → complete. A handler past `handlerTimeoutMs` keeps
+   * its delivery's claim until it settles (or the claim's lease ends), so the retry meets
+   * `in_flight` and never runs beside it. The claim lasts `handlerTimeoutMs + visibilityTimeoutMs`
+   * (the longest a run and its ack can take), so it needs no renewal. The default holds claims in
+   * this process; with workers in several processes, give them one shared store (`RedisStore`,
+   * `PostgresStore`) so a retry taken by another process meets the claim too.
+   * @default a `MemoryStore` of this worker's own
    */
   store?: IdempotencyStore
   /**
@@ -325,7 +329,8 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
 
   const policy: ProcessPolicy = {
     handlers: on as Record<string, WebhookHandler<unknown> | undefined>,
-    ...(store && { store }),
+    // Never none: without a claim a handler past its deadline would run again beside itself.
+    store: store ?? new MemoryStore(),
     storeKey: (delivery) => delivery.keys[0]!,
     claimMs: settings.handlerTimeoutMs + settings.visibilityTimeoutMs,
     retentionMs: DEFAULT_RETENTION_MS,

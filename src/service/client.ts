@@ -177,6 +177,10 @@ interface Call {
   retry: Retry
   /** A 404 on a retry means an earlier attempt did it (DELETE). */
   goneIsDone?: boolean
+  /** This call's own per-attempt timeout, instead of the client's. */
+  timeoutMs?: number
+  /** Retried only where the service provably did not act: a refused connection, an unknown host, 429 (`create`). */
+  strict?: boolean
 }
 
 /**
@@ -185,12 +189,15 @@ interface Call {
  * Retries: `list`, `update`, `enable`, `disable` and `remove` are retried on 5xx, 429, timeouts
  * and network errors (a `remove` retried after a lost answer treats 404 as done). `resend` is
  * retried the same way: a second resend delivers the same id, which a receiver deduplicates
- * (spec §6.2). `create` and `rotateSecret` are retried only when the service cannot have acted:
- * the connection was refused or the name did not resolve, or it answered 429, or 503 with
- * `Retry-After`. When their answer is lost (a timeout, a reset connection), they fail with code
- * `outcome_unknown` (`retryable: true`): the endpoint may exist, the secret may have changed, and
- * the new secret exists only in the lost answer, so the caller rotates (or lists) again knowingly.
- * Another 5xx to them fails with its status, `retryable: true`.
+ * (spec §6.2). `create` is retried only where the service provably did not act: the connection
+ * was refused or the name did not resolve, or it answered 429 (a 503 may come from a gateway after
+ * the backend created the endpoint, and a second create is a second endpoint: every event twice).
+ * `rotateSecret` is retried on those and on a 503 with `Retry-After` (one more rotation is
+ * harmless: the last answer holds the secret); a refusal after such a retry is `outcome_unknown`,
+ * since the first attempt may have rotated. When their answer is lost (a timeout, a reset
+ * connection), they fail with code `outcome_unknown` (`retryable: true`): the endpoint may exist,
+ * the secret may have changed, and the new secret exists only in the lost answer, so the caller
+ * rotates (or lists) again knowingly. Another 5xx to them fails with its status, `retryable: true`.
  *
  * @example
  * import { createServiceClient } from 'svc-webhooks/service'
@@ -249,7 +256,10 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
   async function request<T>(call: Call): Promise<T> {
     const { method, path, body, retry } = call
     const what = `${method} ${path}`
+    const attemptMs = call.timeoutMs ?? timeoutMs
     let lostEarlier = false
+    // An earlier attempt of a call that is not safe to repeat may have acted: a later refusal does not undo it.
+    let mayHaveActed: string | undefined
     for (let attempt = 1; ; attempt++) {
       const started = Date.now()
       const report = (fields: Partial<ServiceAttempt>) => {
@@ -270,17 +280,18 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
           headers: headers(body !== undefined),
           body: body === undefined ? undefined : JSON.stringify(body),
           redirect: 'manual',
-          signal: AbortSignal.timeout(timeoutMs),
+          signal: AbortSignal.timeout(attemptMs),
         })
         text = await response.text()
       } catch (error) {
-        const failure = describeFailure(error, timeoutMs)
+        const failure = describeFailure(error, attemptMs)
         // A refused connection or an unknown host never reached the service: safe to repeat any call.
         const safe = retry === 'idempotent' || failure.unsent
         const wait = canRetry && safe ? backoff(attempt) : undefined
         report({ error: failure.code, ...(wait === undefined ? {} : { retryInMs: wait }) })
         if (wait !== undefined) {
           if (!failure.unsent) lostEarlier = true
+          if (!failure.unsent && retry === 'once') mayHaveActed = failure.code
           await sleep(wait)
           continue
         }
@@ -320,17 +331,30 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
 
       const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'), now())
       const transient = status >= 500 || status === 429
-      // 429 and a 503 that names a time say the service did not act: safe to repeat even a create.
-      const declined = status === 429 || (status === 503 && retryAfterMs !== undefined)
+      // 429 is a rate limit, answered before anything is done. A 503 with Retry-After usually says
+      // the same, but a gateway may answer it after the backend acted: a repeated rotation is then
+      // only one more rotation (the last answer is the secret), a repeated create a second endpoint.
+      const declined = status === 429 || (status === 503 && retryAfterMs !== undefined && !call.strict)
       const safe = transient && (retry === 'idempotent' || declined)
       const tooLong = retryAfterMs !== undefined && retryAfterMs > retryMaxMs
       const wait = canRetry && safe && !tooLong ? (retryAfterMs ?? backoff(attempt)) : undefined
       report({ status, ...(wait === undefined ? {} : { retryInMs: wait }) })
       if (wait !== undefined) {
+        if (retry === 'once' && status !== 429) mayHaveActed = `${status}`
         await sleep(wait)
         continue
       }
-      throw errorFromAnswer(what, status, text, { retryable: transient, retryAfterMs: tooLong ? retryAfterMs : undefined, attempts: attempt, redact })
+      const error = errorFromAnswer(what, status, text, { retryable: transient, retryAfterMs: tooLong ? retryAfterMs : undefined, attempts: attempt, redact })
+      if (mayHaveActed !== undefined && !transient) {
+        throw new ServiceApiError(`svc-webhooks: ${what}: an earlier attempt was answered ${mayHaveActed} and may have acted; this one was refused (${status} ${error.code}). The outcome is unknown.`, {
+          status,
+          code: 'outcome_unknown',
+          detail: error.detail,
+          retryable: true,
+          cause: error,
+        })
+      }
+      throw error
     }
   }
 
@@ -339,6 +363,11 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
     return encodeURIComponent(value)
   }
   const endpoint = (endpointId: string) => `/api/v1/webhook-endpoints/${id(endpointId, 'endpointId')}`
+  const callTimeout = (options: { timeoutMs?: number } | undefined): number | undefined => {
+    const ms = options?.timeoutMs
+    if (ms !== undefined) positive(ms, 'timeoutMs', 1)
+    return ms
+  }
 
   const withSecret = (what: string, answer: WebhookEndpoint): WebhookEndpoint & { signing_secret: string } => {
     if (typeof answer?.signing_secret !== 'string' || answer.signing_secret === '') {
@@ -354,9 +383,9 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
         if (!Array.isArray(answer)) throw new ServiceApiError('svc-webhooks: GET /api/v1/webhook-endpoints: the answer is not a list.', { status: 200, code: 'invalid_response', detail: 'not a list', retryable: false })
         return answer as WebhookEndpoint[]
       },
-      async create(input: CreateEndpointInput) {
+      async create(input: CreateEndpointInput, options?: { timeoutMs?: number }) {
         if (typeof input !== 'object' || input === null) throw new TypeError('svc-webhooks: endpoints.create needs { label, url, subscribed_events }.')
-        const answer = await request<WebhookEndpoint>({ method: 'POST', path: '/api/v1/webhook-endpoints', body: input, retry: 'once' })
+        const answer = await request<WebhookEndpoint>({ method: 'POST', path: '/api/v1/webhook-endpoints', body: input, retry: 'once', strict: true, timeoutMs: callTimeout(options) })
         return withSecret('POST /api/v1/webhook-endpoints', answer)
       },
       update(endpointId: string, input: UpdateEndpointInput) {
@@ -366,9 +395,9 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
       async remove(endpointId: string) {
         await request<void>({ method: 'DELETE', path: endpoint(endpointId), retry: 'idempotent', goneIsDone: true })
       },
-      async rotateSecret(endpointId: string) {
+      async rotateSecret(endpointId: string, options?: { timeoutMs?: number }) {
         const path = `${endpoint(endpointId)}/rotate-secret`
-        return withSecret(`POST ${path}`, await request<WebhookEndpoint>({ method: 'POST', path, retry: 'once' }))
+        return withSecret(`POST ${path}`, await request<WebhookEndpoint>({ method: 'POST', path, retry: 'once', timeoutMs: callTimeout(options) }))
       },
       enable(endpointId: string) {
         return request<WebhookEndpoint>({ method: 'PATCH', path: endpoint(endpointId), body: { enabled: true }, retry: 'idempotent' })
@@ -402,10 +431,25 @@ function apiRoot(baseUrl: unknown): string {
     throw new TypeError('svc-webhooks: `baseUrl` is not a URL; give the whole address with its scheme, e.g. https://api.example.com.')
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new TypeError('svc-webhooks: `baseUrl` must start with https:// (or http:// for a local emulator).')
+  // The token is a bearer credential: over plain http anyone on the path can read and reuse it.
+  if (url.protocol === 'http:' && !isLoopback(url.hostname)) {
+    throw new TypeError(`svc-webhooks: \`baseUrl\` is http:// to ${url.hostname}: the token would cross the network unencrypted. Use https://; http:// is accepted only for a loopback host (127.0.0.1, ::1, localhost), e.g. a local emulator.`)
+  }
   if (url.username !== '' || url.password !== '') throw new TypeError('svc-webhooks: `baseUrl` must not hold credentials; pass the token as `token`.')
   if (url.search !== '' || url.hash !== '') throw new TypeError('svc-webhooks: `baseUrl` must not have a query or fragment.')
   const path = url.pathname.replace(/\/+$/, '')
   return `${url.origin}${path.endsWith('/api/v1') ? path : `${path}/api/v1`}`
+}
+
+/** True for a host name that names this machine: 127.0.0.0/8, ::1, `localhost` and its subdomains (RFC 6761 §6.3). */
+function isLoopback(hostname: string): boolean {
+  const host = hostname.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '')
+  if (host === 'localhost' || host.endsWith('.localhost') || host === '::1') return true
+  const v4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(host)
+  if (v4) return Number(v4[1]) === 127 && v4.slice(2).every((part) => Number(part) <= 255)
+  // ::ffff:127.x.y.z, as the URL parser writes it (hex).
+  const mapped = /^::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}$/.exec(host)
+  return mapped !== null
 }
 
 /** Why no answer came, and whether the request provably never reached the service. */

@@ -47,6 +47,29 @@ export interface ServiceEmulatorOptions {
   eventWebhooks?: boolean
 }
 
+/** What {@link ServiceEmulator.faultApiCalls} does to a call. */
+export interface EmulatedApiFault {
+  /** Only calls with this method. */
+  method?: string
+  /** Only calls whose path (e.g. `/api/v1/webhook-endpoints/<id>/rotate-secret`) matches. */
+  path?: string | RegExp
+  /** Answer this status, with the service's error body for it. Without it (and without `lose`), the usual answer. */
+  status?: number
+  /** With `status`: the `Retry-After` header, in seconds. */
+  retryAfterSeconds?: number
+  /** With `status`: the error `code` instead of the usual one for the status. */
+  code?: string
+  /**
+   * Whether the call does what it asks before the fault (a gateway's 503 after the backend acted).
+   * @default false with `status`, true with `lose` or `delayMs` alone
+   */
+  acted?: boolean
+  /** No answer: the connection is closed once the call acted (or not). */
+  lose?: boolean
+  /** Milliseconds before the answer is sent. */
+  delayMs?: number
+}
+
 /** One attempt to deliver: the receiver's status, or why none came (`timeout`, `ECONNREFUSED`, ...). */
 export interface EmulatedAttempt {
   status?: number
@@ -85,8 +108,25 @@ export interface ServiceEmulator {
   secretOf(id: string): string
   /** Resolves once no delivery is sending or waiting to retry; rejects after `timeoutMs` (default 10000). */
   settled(timeoutMs?: number): Promise<void>
-  /** The next `n` API calls are answered `status` (default 503), with `Retry-After` when given. */
+  /**
+   * The next `n` API calls are answered `status` (default 503) with the service's error code for
+   * it (401 `{ detail }`, 403 `forbidden`, 404 `not_found`, 422 a validation list, 429
+   * `rate_limited`, 500 `internal_error`, 502 `bad_gateway`, 503 `service_unavailable`, 504
+   * `gateway_timeout`), with `Retry-After` when given, and without acting. For a fault that acts
+   * first, a lost or a slow answer, or one call only, see {@link ServiceEmulator.faultApiCalls}.
+   */
   failNextApiCalls(n: number, status?: number, retryAfterSeconds?: number): void
+  /**
+   * The next `n` API calls that match `fault.method`/`fault.path` get `fault`: act first or not
+   * (`acted`), then answer `status`, or no answer at all (`lose`: the connection is closed, as when
+   * a gateway times out after the service acted), or the usual answer `delayMs` late. Faults queue
+   * in the order given; a call takes the first that matches it.
+   *
+   * @example
+   * emulator.faultApiCalls(1, { path: /rotate-secret$/, acted: true, lose: true }) // rotated, answer lost
+   * emulator.faultApiCalls(1, { path: /rotate-secret$/, delayMs: 3000 })           // rotated now, answered in 3 s
+   */
+  faultApiCalls(n: number, fault: EmulatedApiFault): void
   /** The API calls received so far, oldest first: method, path and the status answered. */
   apiCalls(): Array<{ method: string; path: string; status: number }>
   /** Stops the server, every timer and every attempt in flight. */
@@ -109,6 +149,18 @@ interface Delivery extends EmulatedDelivery {
 }
 
 const API = '/api/v1/webhook-endpoints'
+/** The service's error code for each status it answers (spec §7 names the body, not every code). */
+const ERROR_CODES: Record<number, string> = {
+  400: 'bad_request',
+  403: 'forbidden',
+  404: 'not_found',
+  409: 'conflict',
+  429: 'rate_limited',
+  500: 'internal_error',
+  502: 'bad_gateway',
+  503: 'service_unavailable',
+  504: 'gateway_timeout',
+}
 const MAX_API_BODY = 64 * 1024
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -159,7 +211,8 @@ export async function createServiceEmulator(options: ServiceEmulatorOptions = {}
   const deliveries = new Map<string, Delivery>()
   const calls: Array<{ method: string; path: string; status: number }> = []
   const inFlight = new Set<AbortController>()
-  let failures = { remaining: 0, status: 503, retryAfter: undefined as number | undefined }
+  const faults: Array<{ remaining: number; fault: EmulatedApiFault }> = []
+  const slowAnswers = new Set<ReturnType<typeof setTimeout>>()
   let closed = false
 
   // ---- the sender (spec §6) -----------------------------------------------------------------
@@ -278,6 +331,12 @@ export async function createServiceEmulator(options: ServiceEmulatorOptions = {}
   const apiError = (status: number, code: string, detail: string): Answer => ({ status, body: { detail, code } })
   const invalid = (issues: ValidationIssue[]): Answer => ({ status: 422, body: { detail: issues } })
   const notFound = (what: string) => apiError(404, 'not_found', `${what} not found`)
+  /** The answer the service gives for an injected status: its §7 body, with its usual code. */
+  const injected = (status: number, code?: string): Answer => {
+    if (status === 401 && code === undefined) return { status, body: { detail: 'Not authenticated' } }
+    if (status === 422 && code === undefined) return invalid([{ loc: ['body'], msg: 'Injected validation failure', type: 'value_error', input: null }])
+    return apiError(status, code ?? ERROR_CODES[status] ?? (status >= 500 ? 'internal_error' : 'error'), 'Injected failure')
+  }
 
   function validate(body: Record<string, unknown>, creating: boolean): ValidationIssue[] {
     const issues: ValidationIssue[] = []
@@ -339,7 +398,7 @@ export async function createServiceEmulator(options: ServiceEmulatorOptions = {}
     }
     const resend = /^\/api\/v1\/webhook-endpoints\/deliveries\/([^/]+)\/resend$/.exec(path)
     if (resend && method === 'POST') {
-      const delivery = deliveries.get(decodeURIComponent(resend[1]!))
+      const delivery = deliveries.get(decodeSegment(resend[1]!) ?? '')
       if (delivery === undefined) return notFound('Delivery')
       const endpoint = live(delivery.endpointId)
       if (endpoint === undefined) return notFound('The endpoint of this delivery')
@@ -351,7 +410,7 @@ export async function createServiceEmulator(options: ServiceEmulatorOptions = {}
     }
     const one = /^\/api\/v1\/webhook-endpoints\/([^/]+)(\/rotate-secret)?$/.exec(path)
     if (one) {
-      const endpoint = live(decodeURIComponent(one[1]!))
+      const endpoint = live(decodeSegment(one[1]!) ?? '')
       const rotate = one[2] !== undefined
       if (!(rotate ? method === 'POST' : method === 'PATCH' || method === 'DELETE')) return apiError(405, 'method_not_allowed', 'Method Not Allowed')
       if (endpoint === undefined) return notFound('Webhook endpoint')
@@ -372,8 +431,10 @@ export async function createServiceEmulator(options: ServiceEmulatorOptions = {}
       if (typeof json.label === 'string') endpoint.view.label = json.label
       if (typeof json.url === 'string') endpoint.view.url = json.url
       if (Array.isArray(json.subscribed_events)) endpoint.view.subscribed_events = [...(json.subscribed_events as string[])]
-      if (json.enabled === true) {
-        // Enabling resets the streak (spec §3.2); held deliveries stay held until resent by id.
+      if (json.enabled === true && !endpoint.view.enabled) {
+        // Enabling a disabled endpoint resets the streak (spec §3.2); an enabled one keeps it, so a
+        // watcher that enables too eagerly cannot hide a receiver failing toward its 20.
+        // Held deliveries stay held until resent by id.
         endpoint.view.enabled = true
         endpoint.view.consecutive_failures = 0
       } else if (json.enabled === false && endpoint.view.enabled) {
@@ -387,13 +448,30 @@ export async function createServiceEmulator(options: ServiceEmulatorOptions = {}
     return apiError(404, 'not_found', 'Not Found')
   }
 
-  function answerRequest(req: IncomingMessage, body: Buffer): Answer {
-    const path = (req.url ?? '/').split('?')[0]!
-    if (failures.remaining > 0) {
-      failures.remaining--
-      const headers: Record<string, string> = failures.retryAfter === undefined ? {} : { 'retry-after': String(failures.retryAfter) }
-      return { ...apiError(failures.status, failures.status === 429 ? 'rate_limited' : 'service_unavailable', 'Injected failure'), headers }
+  /** The first queued fault matching this call, taken; undefined when none. */
+  function takeFault(method: string, path: string): EmulatedApiFault | undefined {
+    const index = faults.findIndex(({ fault }) => {
+      if (fault.method !== undefined && fault.method.toUpperCase() !== method) return false
+      if (fault.path === undefined) return true
+      return typeof fault.path === 'string' ? fault.path === path : fault.path.test(path)
+    })
+    if (index < 0) return undefined
+    const entry = faults[index]!
+    if (--entry.remaining <= 0) faults.splice(index, 1)
+    return entry.fault
+  }
+
+  /** A path segment as sent, decoded; undefined when its `%` escapes are not valid UTF-8 (never thrown: it is the caller's input). */
+  function decodeSegment(segment: string): string | undefined {
+    try {
+      return decodeURIComponent(segment)
+    } catch {
+      return undefined
     }
+  }
+
+  function answerRequest(req: IncomingMessage, path: string, body: Buffer, fault: EmulatedApiFault | undefined): Answer {
+    if (fault?.status !== undefined && !(fault.acted ?? false)) return withRetryAfter(injected(fault.status, fault.code), fault)
     if (req.headers.authorization !== `Bearer ${token}`) return { status: 401, body: { detail: 'Not authenticated' } }
     const business = req.headers['business-id']
     if (business === undefined) return invalid([{ loc: ['header', 'business-id'], msg: 'Field required', type: 'missing', input: null }])
@@ -407,10 +485,20 @@ export async function createServiceEmulator(options: ServiceEmulatorOptions = {}
       }
     }
     const id = /^\/api\/v1\/webhook-endpoints\/(?:deliveries\/)?([^/]+)/.exec(path)?.[1]
-    if (id !== undefined && id !== 'deliveries' && !UUID.test(decodeURIComponent(id))) {
-      return invalid([{ loc: ['path', path.includes('/deliveries/') ? 'delivery_id' : 'endpoint_id'], msg: 'Input should be a valid UUID', type: 'uuid_parsing', input: id }])
+    if (id !== undefined && id !== 'deliveries') {
+      const decoded = decodeSegment(id)
+      if (decoded === undefined || !UUID.test(decoded)) {
+        return invalid([{ loc: ['path', path.includes('/deliveries/') ? 'delivery_id' : 'endpoint_id'], msg: 'Input should be a valid UUID', type: 'uuid_parsing', input: id }])
+      }
     }
-    return route(req.method ?? 'GET', path, parsed)
+    const answer = route(req.method ?? 'GET', path, parsed)
+    // The call acted; the gateway in front answers its own status.
+    if (fault?.status !== undefined) return withRetryAfter(injected(fault.status, fault.code), fault)
+    return answer
+  }
+
+  function withRetryAfter(answer: Answer, fault: EmulatedApiFault): Answer {
+    return fault.retryAfterSeconds === undefined ? answer : { ...answer, headers: { ...answer.headers, 'retry-after': String(fault.retryAfterSeconds) } }
   }
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
@@ -421,11 +509,30 @@ export async function createServiceEmulator(options: ServiceEmulatorOptions = {}
       if (size <= MAX_API_BODY) chunks.push(chunk)
     })
     req.on('end', () => {
-      const answer: Answer = size > MAX_API_BODY ? apiError(413, 'payload_too_large', 'Request body too large') : answerRequest(req, Buffer.concat(chunks))
-      calls.push({ method: req.method ?? 'GET', path: (req.url ?? '/').split('?')[0]!, status: answer.status })
-      const text = answer.body === undefined ? '' : JSON.stringify(answer.body)
-      res.writeHead(answer.status, { ...(text ? { 'content-type': 'application/json' } : {}), ...answer.headers })
-      res.end(text)
+      // Whatever the request holds, the emulator answers it: a throw here would end the user's test process.
+      let answer: Answer
+      const method = req.method ?? 'GET'
+      const path = (req.url ?? '/').split('?')[0]!
+      const fault = takeFault(method, path)
+      try {
+        answer = size > MAX_API_BODY ? apiError(413, 'payload_too_large', 'Request body too large') : answerRequest(req, path, Buffer.concat(chunks), fault)
+      } catch {
+        answer = apiError(500, 'internal_error', 'Internal Server Error')
+      }
+      calls.push({ method, path, status: fault?.lose ? 0 : answer.status })
+      const send = () => {
+        if (closed) return void res.destroy()
+        if (fault?.lose) return void res.destroy()
+        const text = answer.body === undefined ? '' : JSON.stringify(answer.body)
+        res.writeHead(answer.status, { ...(text ? { 'content-type': 'application/json' } : {}), ...answer.headers })
+        res.end(text)
+      }
+      if (fault?.delayMs !== undefined && fault.delayMs > 0) {
+        const timer = setTimeout(send, fault.delayMs)
+        timer.unref?.()
+        slowAnswers.add(timer)
+        res.once('close', () => slowAnswers.delete(timer))
+      } else send()
     })
     req.on('error', () => res.destroy())
   }
@@ -463,7 +570,16 @@ export async function createServiceEmulator(options: ServiceEmulatorOptions = {}
     },
     failNextApiCalls(n, status = 503, retryAfterSeconds) {
       if (!Number.isInteger(n) || n < 0) throw new TypeError('svc-webhooks: failNextApiCalls takes a whole number of calls.')
-      failures = { remaining: n, status, retryAfter: retryAfterSeconds }
+      // Replaces what an earlier call of it queued, as before; faultApiCalls' own faults stay.
+      for (let i = faults.length - 1; i >= 0; i--) if (faults[i]!.fault.method === undefined && faults[i]!.fault.path === undefined && !faults[i]!.fault.acted) faults.splice(i, 1)
+      if (n > 0) faults.unshift({ remaining: n, fault: { status, ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }) } })
+    },
+    faultApiCalls(n, fault) {
+      if (!Number.isInteger(n) || n < 1) throw new TypeError('svc-webhooks: faultApiCalls takes a whole number of calls, 1 or more.')
+      if (typeof fault !== 'object' || fault === null) throw new TypeError('svc-webhooks: faultApiCalls takes { status?, acted?, lose?, delayMs?, method?, path? }.')
+      if (fault.status !== undefined && (!Number.isInteger(fault.status) || fault.status < 400 || fault.status > 599)) throw new TypeError('svc-webhooks: a fault `status` is an error status, 400 to 599.')
+      if (fault.delayMs !== undefined && (!Number.isFinite(fault.delayMs) || fault.delayMs < 0)) throw new TypeError('svc-webhooks: a fault `delayMs` is a number of milliseconds, 0 or more.')
+      faults.push({ remaining: n, fault: { ...fault, acted: fault.acted ?? (fault.status === undefined) } })
     },
     apiCalls: () => calls.map((call) => ({ ...call })),
     async close() {
@@ -474,6 +590,7 @@ export async function createServiceEmulator(options: ServiceEmulatorOptions = {}
         delivery.timer = undefined
       }
       for (const controller of inFlight) controller.abort()
+      for (const timer of slowAnswers) clearTimeout(timer)
       server.closeAllConnections()
       await new Promise<void>((done) => server.close(() => done()))
     },

@@ -5,8 +5,8 @@
  * when its modification time, size or inode changed. `node:fs/promises` is imported inside the
  * calls, so the entry loads in any runtime.
  */
-import type { SecretSource, SecretState } from '../secret-source.js'
-import { parseState, sourceError, stateText } from '../stores/source-state.js'
+import type { SecretSource, SecretState, SecretWriteCondition } from '../secrets/index.js'
+import { expectedVersion, parseState, sourceError, stateText } from '../stores/source-state.js'
 
 /** Options of {@link FileSecretSource}. */
 export interface FileSecretSourceOptions {
@@ -32,11 +32,18 @@ function stateOf(text: string): SecretState {
   return { secrets: trimmed.split(/\r?\n/).map((line) => line.trim()).filter((line) => line.length > 0) }
 }
 
+/** How long a writer waits for the lock beside the file, and the age past which a lock is taken as left by a crashed writer. */
+const LOCK_WAIT_MS = 2000
+const STALE_LOCK_MS = 10_000
+
 /**
  * A secret source in a file. `read()` looks at the file's metadata and reads it again only when
  * it changed (a Kubernetes Secret update swaps the file, so its inode changes); `write()` replaces
  * it atomically (a temporary file beside it, mode 0600, renamed over it), so a reader never sees
- * half a state.
+ * half a state, and stores a `version` with it. `write(state, { version })` writes only if the file
+ * still holds that version: the check and the rename are made under a lock file beside it
+ * (`<path>.lock`, created exclusively), so two writers on one machine or one shared file system
+ * never both pass the check.
  *
  * @example
  * import { FileSecretSource } from 'svc-webhooks/service'
@@ -76,18 +83,62 @@ export class FileSecretSource implements SecretSource {
     return changed.state
   }
 
-  async write(state: SecretState): Promise<void> {
-    const text = stateText(state, 'FileSecretSource')
+  /** Stores `state`; with `condition`, only if the file still holds `condition.version`. Resolves whether it wrote. */
+  async write(state: SecretState, condition?: SecretWriteCondition): Promise<boolean> {
+    const body = stateText(state, 'FileSecretSource')
+    const expected = expectedVersion(condition, 'FileSecretSource')
     const fs = await import('node:fs/promises')
+    const lock = `${this.path}.lock`
     const temporary = `${this.path}.${crypto.randomUUID()}.tmp`
     try {
-      await fs.writeFile(temporary, text, { mode: 0o600, flag: 'wx' })
-      await fs.rename(temporary, this.path)
+      await this.lock(fs, lock)
+      try {
+        const version = await this.storedVersion(fs)
+        if (expected !== undefined && expected !== version) return false
+        await fs.writeFile(temporary, `{"version":${version + 1},${body.slice(1)}`, { mode: 0o600, flag: 'wx' })
+        await fs.rename(temporary, this.path)
+      } finally {
+        await fs.rm(lock, { force: true }).catch(() => undefined)
+      }
     } catch (error) {
       await fs.rm(temporary, { force: true }).catch(() => undefined)
+      if ((error as { name?: unknown } | null)?.name === 'SecretSourceError') throw error
       const code = (error as { code?: unknown } | null)?.code
       throw sourceError(`FileSecretSource: the file ${JSON.stringify(this.path)} could not be written${typeof code === 'string' ? ` (${code})` : ''}.`, error)
+    } finally {
+      this.seen = undefined
     }
-    this.seen = undefined
+    return true
+  }
+
+  /** The version the file holds now: 0 when it is missing, plain text, or written without one. */
+  private async storedVersion(fs: typeof import('node:fs/promises')): Promise<number> {
+    let text: string
+    try {
+      text = await fs.readFile(this.path, 'utf8')
+    } catch (error) {
+      if ((error as { code?: unknown } | null)?.code === 'ENOENT') return 0
+      throw error
+    }
+    const state = stateOf(text) as { version?: unknown }
+    return typeof state === 'object' && state !== null && Number.isSafeInteger(state.version) ? (state.version as number) : 0
+  }
+
+  /** Takes the lock file, waiting at most {@link LOCK_WAIT_MS}; a lock older than {@link STALE_LOCK_MS} was left by a crashed writer. */
+  private async lock(fs: typeof import('node:fs/promises'), lock: string): Promise<void> {
+    const deadline = Date.now() + LOCK_WAIT_MS
+    for (let round = 0; ; round++) {
+      try {
+        await (await fs.open(lock, 'wx', 0o600)).close()
+        return
+      } catch (error) {
+        if ((error as { code?: unknown } | null)?.code !== 'EEXIST') throw error
+      }
+      const age = await fs.stat(lock).then((stat) => Date.now() - stat.mtimeMs, () => 0)
+      if (age > STALE_LOCK_MS) await fs.rm(lock, { force: true })
+      else if (Date.now() > deadline || round > 1000) {
+        throw sourceError(`FileSecretSource: another writer held ${JSON.stringify(lock)} for over ${LOCK_WAIT_MS} ms; nothing was written.`)
+      } else await new Promise((done) => setTimeout(done, 5 + Math.random() * 10))
+    }
   }
 }

@@ -10,7 +10,7 @@ export type {
   ValidationIssue,
   WebhookEndpoint,
 } from './types.js'
-export type { SecretSource, SecretState } from '../secret-source.js'
+export type { SecretSource, SecretState } from '../secrets/index.js'
 export {
   createServiceClient,
   isServiceApiError,

@@ -4,12 +4,17 @@
  * the store (a claim and a release under a key no delivery can have) or the inbox (its stats)
  * answers, the secret reads, and a probe signed with the current secret passes the receiver's own
  * verification, never its handlers. A receiver that would refuse is never re-enabled.
+ *
+ * What it cannot see: whether that secret is the one the service signs with. The probe is signed
+ * with the receiver's own secret, and the service's API shows its secret only by rotating it, so
+ * a stale secret passes. The watch (watch.ts) bounds that instead: a re-enable the service undoes
+ * with no delivery delivered in between is not tried again until someone enables the endpoint.
  */
 import { hmacHex, importSecret } from '#crypto'
 import { isWebhookVerificationError } from '../errors.js'
 import { HEADER_ID, HEADER_SIGNATURE_V2, HEADER_TIMESTAMP } from '../headers.js'
 import { errorLabel } from '../log-window.js'
-import { isSecretSource } from '../secret-source.js'
+import { isSecretSource } from '../secrets/index.js'
 import type { Readiness, ReadinessParts } from '../contracts/watch.js'
 
 export type { ReadinessParts } from '../contracts/watch.js'

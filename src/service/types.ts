@@ -47,12 +47,12 @@ export interface ValidationIssue {
 export interface ServiceClient {
   endpoints: {
     list(): Promise<WebhookEndpoint[]>
-    /** The answer holds `signing_secret`, shown this once. */
-    create(input: CreateEndpointInput): Promise<WebhookEndpoint & { signing_secret: string }>
+    /** The answer holds `signing_secret`, shown this once. `timeoutMs` bounds each attempt of this call. */
+    create(input: CreateEndpointInput, options?: { timeoutMs?: number }): Promise<WebhookEndpoint & { signing_secret: string }>
     update(endpointId: string, input: UpdateEndpointInput): Promise<WebhookEndpoint>
     remove(endpointId: string): Promise<void>
-    /** The answer holds the new `signing_secret`; the old one stops verifying at once. */
-    rotateSecret(endpointId: string): Promise<WebhookEndpoint & { signing_secret: string }>
+    /** The answer holds the new `signing_secret`; the old one stops verifying at once. `timeoutMs` bounds each attempt of this call. */
+    rotateSecret(endpointId: string, options?: { timeoutMs?: number }): Promise<WebhookEndpoint & { signing_secret: string }>
     /** `PATCH { enabled: true }`: the service resets `consecutive_failures` to 0. */
     enable(endpointId: string): Promise<WebhookEndpoint>
     /** `PATCH { enabled: false }`. */

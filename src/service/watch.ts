@@ -12,7 +12,7 @@ import { errorLabel, printable } from '../log-window.js'
 import { resolveLog, type WebhookLog } from '../visibility.js'
 import type { EndpointWatch, EndpointWatcher, EndpointWatchView, Readiness } from '../contracts/watch.js'
 import { readinessOf } from './readiness.js'
-import type { ServiceClient } from './types.js'
+import type { ServiceClient, WebhookEndpoint } from './types.js'
 
 export type { EndpointWatch, EndpointWatcher, EndpointWatchView } from '../contracts/watch.js'
 
@@ -23,8 +23,12 @@ export interface EndpointWatchOption {
   /** The endpoint this receiver serves. */
   endpointId: string
   /**
-   * Enable the endpoint again once it is disabled and this receiver is ready (its store or inbox
-   * answers, its secret reads, a signed probe passes its own verification).
+   * Enable the endpoint again once the service disabled it after failures (`last_error` set,
+   * spec §3.2) and this receiver is ready (its store or inbox answers, its secret reads, a signed
+   * probe passes its own verification). Never an operator's disable. When the service disables it
+   * again after such a re-enable with no delivery delivered in between (a receiver holding a
+   * secret other than the service's passes its own probe), it is left disabled until it is
+   * enabled by hand.
    * @default false
    */
   reenable?: boolean
@@ -87,8 +91,9 @@ function checkWatchOption(option: EndpointWatchOption, where: string): void {
 /**
  * Reads an endpoint at start and every `intervalMs`: warns as the service's
  * `consecutive_failures` climbs past 5, 10 and 15, logs `last_error` once when the endpoint is
- * disabled, and with `reenable: true` enables it again once `healthy()` resolves true. The timer
- * is unref'd, so a watch never keeps a process up; `stop()` ends it.
+ * disabled, and with `reenable: true` enables it again once `healthy()` resolves true, if the
+ * service disabled it (`last_error` set), not an operator, and at most once per failed cycle
+ * (see `reenable`). The timer is unref'd, so a watch never keeps a process up; `stop()` ends it.
  *
  * @example
  * const watch = watchEndpoint({
@@ -155,15 +160,37 @@ function startWatch(
   let warned = 0
   let disabledSaid = false
   let notReadySaid = false
+  let leftSaid = false
   let failing = false
   let stopped = false
   let timer: ReturnType<typeof setTimeout> | undefined
+  /**
+   * `last_error` and the streak as last read while the endpoint was enabled. The service may keep
+   * an earlier disable's `last_error` after an enable, so a disable that shows that same error
+   * without a single failure more is not the service's: deliveries only fail while enabled.
+   */
+  let enabledSeen: { lastError: string | null; failures: number } | undefined
+  /** This watch's last re-enable, until a delivery is seen to succeed after it. */
+  let ours: { lastDelivery: string | null; failed: boolean } | undefined
+  /**
+   * Set once the service disabled the endpoint again after this watch enabled it, with no
+   * delivery delivered in between: the readiness check passed but the service's deliveries still
+   * fail (a receiver holding a secret other than the service's passes a probe signed with its
+   * own). Re-enabling again would only fail 20 more each interval; an enable by someone else
+   * clears it.
+   */
+  let heldBack = false
+
+  /** Whether the service disabled the endpoint after failures (§3.2: `last_error` set), not an operator. */
+  function disabledByService(endpoint: WebhookEndpoint): boolean {
+    if (endpoint.last_error === null) return false
+    return !(enabledSeen && enabledSeen.lastError === endpoint.last_error && endpoint.consecutive_failures <= enabledSeen.failures)
+  }
 
   async function read(): Promise<void> {
-    let found
+    let found: WebhookEndpoint
     try {
-      found = (await service.endpoints.list()).find((e) => e.id === endpointId)
-      if (!found) throw Object.assign(new Error('not in the list'), { name: 'EndpointNotFound' })
+      found = await readEndpoint()
     } catch (error) {
       if (stopped) return
       view.error = error instanceof Error && error.name === 'EndpointNotFound' ? 'not in the service\'s list' : `reading it failed: ${describeApiError(error)}`
@@ -188,17 +215,63 @@ function startWatch(
     }
     warned = found.enabled ? crossed : Math.max(warned, crossed)
     if (found.enabled) {
-      disabledSaid = notReadySaid = false
+      enabledSeen = { lastError: found.last_error, failures: found.consecutive_failures }
+      // Enabled while this watch held back: someone enabled it by hand, after fixing the cause.
+      if (heldBack) heldBack = false
+      if (ours) {
+        // A failure seen after the re-enable, then a streak of 0 again, or a newer delivery with
+        // no failure since: a delivery got through, so the re-enable held.
+        if (found.consecutive_failures > 0) ours.failed = true
+        else if (ours.failed || found.last_delivery_at !== ours.lastDelivery) ours = undefined
+      }
+      disabledSaid = notReadySaid = leftSaid = false
+      delete view.heldBack
+      delete view.disabledBy
       return
+    }
+    if (!disabledByService(found)) {
+      // An operator's disable (PATCH enabled: false) is deliberate: never undone here.
+      view.disabledBy = 'operator'
+      if (!leftSaid) {
+        leftSaid = true
+        say(
+          `disabled, not by the service's failure rule (last_error: ${found.last_error === null ? 'none' : `${printable(found.last_error, 200)}, from an earlier disable`}): ` +
+            'a deliberate disable, left as it is' + (reenable ? ' (reenable only undoes the service\'s own).' : '.') + ' `svc-webhooks endpoints enable` ends it.',
+        )
+      }
+      return
+    }
+    view.disabledBy = 'service'
+    if (ours) {
+      // Disabled again since this watch enabled it. A `last_delivery_at` that moved says a
+      // delivery got through in between, even one no read saw (the emulator sets it on a 2xx;
+      // §2.1 does not say more); otherwise the re-enable did not help.
+      heldBack = found.last_delivery_at === ours.lastDelivery
+      ours = undefined
     }
     if (!disabledSaid) {
       disabledSaid = true
       say(
-        `disabled by the service (last_error: ${found.last_error === null ? 'none' : printable(found.last_error, 200)}). It receives nothing until enabled again` +
-          (reenable ? '; it will be, once this receiver is ready.' : ': `watch: { reenable: true }`, or `svc-webhooks endpoints enable`.'),
+        `disabled by the service (last_error: ${printable(found.last_error, 200)}). It receives nothing until enabled again` +
+          (!reenable ? ': `watch: { reenable: true }`, or `svc-webhooks endpoints enable`.' : heldBack ? '.' : '; it will be, once this receiver is ready.'),
       )
     }
     if (!reenable) return
+    if (heldBack) {
+      view.error = 'not re-enabled: the service disabled it again after this watch enabled it, with no delivery delivered in between'
+      view.heldBack = true
+      if (!notReadySaid) {
+        say(
+          'not enabled again: the service disabled it again after this watch enabled it, and no delivery got through in between. ' +
+            'This receiver passes its own readiness check (its store, its secret, a probe signed with its own secret), yet the ' +
+            'service\'s deliveries fail: most often a secret other than the service\'s (each delivery refused 401, dropped by the ' +
+            'sender; see the refusal lines). Each re-enable would fail 20 more, so the watch leaves it disabled until it is ' +
+            'enabled by hand (`svc-webhooks endpoints enable`, after fixing the cause), then watches again.',
+        )
+      }
+      notReadySaid = true
+      return
+    }
     const why = await readiness!().catch((error: unknown) => `the readiness check threw (${errorLabel(error)})`)
     if (stopped) return
     if (why !== undefined) {
@@ -208,7 +281,14 @@ function startWatch(
       return
     }
     try {
+      // Read again just before the enable: an operator may have acted while the checks ran
+      // (§4.1 has no conditional PATCH, so this only narrows the window to one round trip).
+      const again = await readEndpoint()
+      if (stopped || again.enabled || !disabledByService(again)) return
       const enabled = await service.endpoints.enable(endpointId)
+      ours = { lastDelivery: enabled.last_delivery_at ?? again.last_delivery_at, failed: false }
+      // Seen enabled, by this very answer: a disable right after it shows whether a failure came first.
+      enabledSeen = { lastError: enabled.last_error, failures: enabled.consecutive_failures }
       view.enabled = enabled.enabled
       view.consecutiveFailures = enabled.consecutive_failures
       view.reenabledAt = now()
@@ -222,6 +302,13 @@ function startWatch(
       view.error = `enabling it failed: ${describeApiError(error)}`
       say(`${view.error}; trying again in ${intervalMs / 1000} s.`)
     }
+  }
+
+  /** The endpoint as the service shows it: §4.1 has no read of one endpoint, the list has them all. */
+  async function readEndpoint(): Promise<WebhookEndpoint> {
+    const found = (await service.endpoints.list()).find((e) => e.id === endpointId)
+    if (!found) throw Object.assign(new Error('not in the list'), { name: 'EndpointNotFound' })
+    return found
   }
 
   function tick(): void {

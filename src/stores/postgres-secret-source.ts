@@ -3,12 +3,12 @@
  * row of a small table (name, state as JSON text, updated_at), read by every receiver process and
  * upserted by a rotation. The table is created on first use unless `createTable: false`.
  */
-import type { SecretSource, SecretState } from '../secret-source.js'
+import type { SecretSource, SecretState, SecretWriteCondition } from '../secrets/index.js'
 import { positiveOption } from '../option-checks.js'
 import { withDeadline } from '../clients/deadline.js'
 import { isPostgresRefusal, quoteTable, type PostgresQueryable } from '../clients/postgres.js'
 import { secretStatements, type SecretStatements } from './postgres-sql.js'
-import { parseState, sourceError, stateText } from './source-state.js'
+import { expectedVersion, parseState, sourceError, stateText } from './source-state.js'
 
 /** Options of {@link PostgresSecretSource}. */
 export interface PostgresSecretSourceOptions {
@@ -45,9 +45,13 @@ export interface PostgresSecretSourceOptions {
 const ALREADY_CREATED = new Set(['23505', '42P07'])
 
 /**
- * A secret source in Postgres: `read()` selects the row named `name`, `write()` upserts it. A row
- * that does not exist is a failed read (503, the sender retries): write the secret before
- * pointing receivers at it.
+ * A secret source in Postgres: `read()` selects the row named `name` with its `version`,
+ * `write()` upserts it with the next version; `write(state, { version })` changes it only where
+ * the row still has that version (`UPDATE ... WHERE version = $3`, one statement under the row
+ * lock) and resolves whether it did. A row that does not exist is a failed read (503, the sender
+ * retries): write the secret before pointing receivers at it. A table made by an earlier version
+ * gets its `version` column on first use (with `createTable: false`, run the `ALTER TABLE` the
+ * error names).
  *
  * @example
  * import pg from 'pg'
@@ -90,12 +94,22 @@ export class PostgresSecretSource implements SecretSource {
    * await new PostgresSecretSource({ pool, name: 'ep_123' }).ensureTable()
    */
   ensureTable(): Promise<void> {
-    const created = this.db.query(this.sql.create).then(
-      () => undefined,
-      (error: unknown) => {
-        if (!ALREADY_CREATED.has(String((error as { code?: unknown } | null)?.code))) throw error
-      },
-    )
+    const created = this.db
+      .query(this.sql.create)
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          if (!ALREADY_CREATED.has(String((error as { code?: unknown } | null)?.code))) throw error
+        },
+      )
+      // A table made before conditional writes: add its version column (a no-op when it is there).
+      .then(() => this.db.query(this.sql.migrate))
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          if (!ALREADY_CREATED.has(String((error as { code?: unknown } | null)?.code))) throw error
+        },
+      )
     this.created = created
     // A failure is tried again by the next read or write.
     created.catch(() => (this.created === created ? (this.created = undefined) : undefined))
@@ -104,15 +118,27 @@ export class PostgresSecretSource implements SecretSource {
 
   async read(): Promise<SecretState> {
     const { rows } = await this.query('read', this.sql.read, [this.name])
-    const state = (rows[0] as { state?: unknown } | undefined)?.state
-    if (typeof state !== 'string') {
+    const row = rows[0] as { state?: unknown; version?: unknown } | undefined
+    if (typeof row?.state !== 'string') {
       throw sourceError(`PostgresSecretSource: no row named "${this.name}" in ${this.table}; write the endpoint's secret to it (source.write({ secrets: [...] })).`)
     }
-    return parseState(state)
+    const state = parseState(row.state)
+    const version = Number(row.version ?? 0)
+    // A value that is not a state is passed on as is, for the receiver to refuse without quoting it.
+    if (typeof state === 'object' && state !== null && !Array.isArray(state)) return { ...state, version }
+    return state
   }
 
-  async write(state: SecretState): Promise<void> {
-    await this.query('write', this.sql.write, [this.name, stateText(state, 'PostgresSecretSource')])
+  /** Stores `state`; with `condition`, only if the row's version is still `condition.version`. Resolves whether it wrote. */
+  async write(state: SecretState, condition?: SecretWriteCondition): Promise<boolean> {
+    const text = stateText(state, 'PostgresSecretSource')
+    const expected = expectedVersion(condition, 'PostgresSecretSource')
+    const [sql, values] =
+      expected === undefined ? [this.sql.write, [this.name, text]]
+      : expected === 0 ? [this.sql.writeIfNew, [this.name, text]]
+      : [this.sql.writeIf, [this.name, text, expected]]
+    const result = (await this.query('write', sql, values)) as { rowCount?: number | null }
+    return expected === undefined || (result.rowCount ?? 0) > 0
   }
 
   private query(what: 'read' | 'write', text: string, values: unknown[]): Promise<{ rows: unknown[] }> {
@@ -124,7 +150,13 @@ export class PostgresSecretSource implements SecretSource {
         return this.db.query(text, values)
       },
       // Only a summary of the client's error is kept: a write's values are the secrets.
-      { refused: isPostgresRefusal, fail: (_kind, message, summary) => sourceError(message.replace(/^svc-webhooks: /, ''), summary) },
+      {
+        refused: isPostgresRefusal,
+        fail: (_kind, message, summary) => {
+          const hint = /column "version" does not exist/.test(summary?.message ?? '') ? ` The table predates conditional writes: run ${this.sql.migrate}.` : ''
+          return sourceError(`${message.replace(/^svc-webhooks: /, '')}${hint}`, summary)
+        },
+      },
     )
   }
 }

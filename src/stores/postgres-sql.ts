@@ -83,15 +83,34 @@ export function createSecretTableSql(table = 'svc_webhooks_secrets'): string {
   return `CREATE TABLE IF NOT EXISTS ${quoteTable(table, 'PostgresSecretSource')} (
   name text PRIMARY KEY,
   state text NOT NULL,
+  version bigint NOT NULL DEFAULT 0,
   updated_at timestamptz NOT NULL DEFAULT now()
 )`
+}
+
+/**
+ * The statement that adds the `version` column to a secret sources' table made by an earlier
+ * version (conditional writes need it), for your migrations; run on first use unless
+ * `createTable: false`.
+ *
+ * @example
+ * await pool.query(migrateSecretTableSql())
+ */
+export function migrateSecretTableSql(table = 'svc_webhooks_secrets'): string {
+  return `ALTER TABLE ${quoteTable(table, 'PostgresSecretSource')} ADD COLUMN IF NOT EXISTS version bigint NOT NULL DEFAULT 0`
 }
 
 /** The secret source's statements. */
 export interface SecretStatements {
   read: string
+  /** Unconditional: the next version whatever the stored one is. */
   write: string
+  /** Only if there is no row yet, or its version is 0 (a row of an earlier version). */
+  writeIfNew: string
+  /** Only if the stored version is $3 (1 or more). */
+  writeIf: string
   create: string
+  migrate: string
 }
 
 /**
@@ -102,9 +121,15 @@ export interface SecretStatements {
  */
 export function secretStatements(t: string, table: string): SecretStatements {
   return {
-    read: `SELECT state FROM ${t} WHERE name = $1`,
-    write: `INSERT INTO ${t} (name, state, updated_at) VALUES ($1, $2, now())
-ON CONFLICT (name) DO UPDATE SET state = EXCLUDED.state, updated_at = EXCLUDED.updated_at`,
+    read: `SELECT state, version FROM ${t} WHERE name = $1`,
+    write: `INSERT INTO ${t} AS cur (name, state, version, updated_at) VALUES ($1, $2, 1, now())
+ON CONFLICT (name) DO UPDATE SET state = EXCLUDED.state, version = cur.version + 1, updated_at = EXCLUDED.updated_at`,
+    // One statement, checked and set by the row lock: no row yet is version 0.
+    writeIfNew: `INSERT INTO ${t} AS cur (name, state, version, updated_at) VALUES ($1, $2, 1, now())
+ON CONFLICT (name) DO UPDATE SET state = EXCLUDED.state, version = 1, updated_at = EXCLUDED.updated_at
+WHERE cur.version = 0`,
+    writeIf: `UPDATE ${t} SET state = $2, version = version + 1, updated_at = now() WHERE name = $1 AND version = $3::bigint`,
     create: createSecretTableSql(table),
+    migrate: migrateSecretTableSql(table),
   }
 }

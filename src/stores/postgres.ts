@@ -10,11 +10,12 @@ import type { ClaimResult, IdempotencyStore } from '../contracts/store.js'
 import { positiveOption } from '../option-checks.js'
 import { withDeadline } from '../clients/deadline.js'
 import { quoteTable, type PostgresQueryable } from '../clients/postgres.js'
+import { Maintenance, maintenanceSql, type MaintenanceOptions, type MaintenanceRound } from '../clients/postgres-maintenance.js'
 import { createTableSql, storeStatements, type StoreStatements } from './postgres-sql.js'
 
 
 /** Options of {@link PostgresStore}. */
-export interface PostgresStoreOptions {
+export interface PostgresStoreOptions extends MaintenanceOptions {
   /**
    * A `pg` Pool (`new pg.Pool({ ..., max: 1 })` for a single connection): a Pool opens fresh
    * connections after the database restarts. Attach `pool.on('error', ...)`: an idle connection
@@ -43,8 +44,9 @@ export interface PostgresStoreOptions {
 
 /**
  * Idempotency store on Postgres. A claim inserts the row, or takes over one whose lease or
- * retention has expired; the row's `owner` lets only the claimant release it. Expired rows stay
- * until `sweep()` deletes them: run it from a cron job or a timer.
+ * retention has expired; the row's `owner` lets only the claimant release it. Expired rows are
+ * deleted by the store itself every `maintenanceIntervalMs` (an unref'd timer, one process at a
+ * time, bounded batches); `sweep()` does the same on demand.
  *
  * @example
  * import pg from 'pg'
@@ -58,8 +60,9 @@ export class PostgresStore implements IdempotencyStore {
   readonly timeoutMs: number
   private readonly db: PostgresQueryable
   private readonly sql: StoreStatements
+  private readonly maintenance: Maintenance
 
-  constructor({ pool, client, table = 'svc_webhooks_deliveries', timeoutMs = 2000 }: PostgresStoreOptions) {
+  constructor({ pool, client, table = 'svc_webhooks_deliveries', timeoutMs = 2000, ...maintenance }: PostgresStoreOptions) {
     if (client !== undefined) {
       throw new TypeError(
         'svc-webhooks: PostgresStore takes `pool` (new pg.Pool(...)), not `client`: a pg.Client does not reconnect after the database restarts, so every later claim would fail and every delivery be answered 503. For one connection pass new pg.Pool({ ..., max: 1 }).',
@@ -75,6 +78,29 @@ export class PostgresStore implements IdempotencyStore {
     this.table = table
     this.timeoutMs = timeoutMs
     this.sql = storeStatements(t)
+    this.maintenance = new Maintenance(db, maintenanceSql(t, 'expires_at < now()'), t, maintenance, 'PostgresStore')
+    this.maintenance.start()
+  }
+
+  /**
+   * One maintenance round now, as the timer runs it: expired rows deleted in batches of
+   * `maintenanceBatch`, unless another process holds the table's maintenance lock.
+   *
+   * @example
+   * const { locked, deleted } = await store.maintain()
+   */
+  maintain(): Promise<MaintenanceRound> {
+    return this.maintenance.round()
+  }
+
+  /**
+   * Stops the maintenance timer (it is unref'd, so a process exits without this).
+   *
+   * @example
+   * store.close()
+   */
+  close(): void {
+    this.maintenance.stop()
   }
 
   /**
@@ -91,7 +117,7 @@ export class PostgresStore implements IdempotencyStore {
    * Deletes up to `limit` expired rows (finished leases and retention windows) and says how many.
    *
    * @example
-   * setInterval(() => store.sweep().catch(console.error), 60_000).unref()
+   * await store.sweep() // from your own scheduler, with maintenanceIntervalMs: false
    */
   async sweep(limit = 10_000): Promise<number> {
     const { rows } = await this.db.query(this.sql.sweep, [limit])

@@ -3,12 +3,12 @@
  * Redis key, read by every receiver process and written by a rotation. Works with an `ioredis` or
  * a `node-redis` (v4+) client, adapted like the store's (src/clients/redis.ts).
  */
-import type { SecretSource, SecretState } from '../secret-source.js'
+import type { SecretSource, SecretState, SecretWriteCondition } from '../secrets/index.js'
 import { positiveOption } from '../option-checks.js'
 import { withDeadline } from '../clients/deadline.js'
 import { adapt, isRedisRefusal, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
 import { GET_SECRET, SET_SECRET } from './redis-scripts.js'
-import { parseState, sourceError, stateText } from './source-state.js'
+import { expectedVersion, parseState, sourceError, stateText } from './source-state.js'
 
 /** Options of {@link RedisSecretSource}. */
 export interface RedisSecretSourceOptions {
@@ -25,9 +25,11 @@ export interface RedisSecretSourceOptions {
 }
 
 /**
- * A secret source in Redis: `read()` is one `GET` of `key`, `write()` one `SET` of the state as
- * JSON. A key that does not exist is a failed read (503, the sender retries): write the secret
- * before pointing receivers at it.
+ * A secret source in Redis: `read()` is one `GET` of `key`, `write()` one script that checks the
+ * stored version and sets the state as JSON with the next version, atomically (a conditional
+ * write: `write(state, { version })` resolves false when another writer came first). A key that
+ * does not exist is a failed read (503, the sender retries): write the secret before pointing
+ * receivers at it.
  *
  * @example
  * import Redis from 'ioredis'
@@ -60,12 +62,15 @@ export class RedisSecretSource implements SecretSource {
     return parseState(value instanceof Uint8Array ? new TextDecoder().decode(value) : String(value))
   }
 
-  async write(state: SecretState): Promise<void> {
+  /** Stores `state`; with `condition`, only if the stored version is still `condition.version`. Resolves whether it wrote. */
+  async write(state: SecretState, condition?: SecretWriteCondition): Promise<boolean> {
     const text = stateText(state, 'RedisSecretSource')
+    const expected = expectedVersion(condition, 'RedisSecretSource')
     // The client's error carries the command's arguments, the secrets among them: only its summary is kept.
-    await withDeadline('RedisSecretSource.write', this.timeoutMs, () => this.run(SET_SECRET, this.key, [text]), {
+    const version = await withDeadline('RedisSecretSource.write', this.timeoutMs, () => this.run(SET_SECRET, this.key, [text, expected === undefined ? '' : String(expected)]), {
       refused: isRedisRefusal,
       fail: (_kind, message, summary) => sourceError(message.replace(/^svc-webhooks: /, ''), summary),
     })
+    return Number(version) > 0
   }
 }

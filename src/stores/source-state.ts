@@ -3,10 +3,9 @@
  * FileSecretSource): the state as stored text, checked before a write, and their errors, whose
  * messages the receiver may log because they never quote a stored value. Not a public entry.
  */
-import { stateProblem } from '../secret-cache.js'
-import type { SecretState } from '../secret-source.js'
+import { stateProblem, type SecretState } from '../secrets/index.js'
 
-/** The `name` of a source's own errors: the receiver's log line keeps their message (secret-cache.ts). */
+/** The `name` of a source's own errors: the receiver's log line keeps their message (src/secrets/cache.ts). */
 export const SOURCE_ERROR = 'SecretSourceError'
 
 /**
@@ -38,7 +37,7 @@ export function parseState(text: string): SecretState {
 
 /**
  * The state as stored text, after checking it is one a receiver can use: a write never stores
- * what every receiver would then refuse.
+ * what every receiver would then refuse. `version` is left out: each source keeps its own.
  *
  * @example
  * const text = stateText(state, 'RedisSecretSource')
@@ -46,9 +45,25 @@ export function parseState(text: string): SecretState {
 export function stateText(state: SecretState, what: string): string {
   const problem = stateProblem(state)
   if (problem !== undefined) throw new TypeError(`svc-webhooks: ${what}.write was given an unusable state: ${problem}.`)
-  const { secrets, pendingUntil } = state
-  if (secrets.length === 0 && pendingUntil == null) {
-    throw new TypeError(`svc-webhooks: ${what}.write was given no secret and no pendingUntil: every delivery would be refused.`)
+  const { secrets, pendingUntil, pending } = state
+  const marks = pending ?? []
+  if (secrets.length === 0 && pendingUntil == null && marks.length === 0) {
+    throw new TypeError(`svc-webhooks: ${what}.write was given no secret and no pending mark: every delivery would be refused.`)
   }
-  return JSON.stringify(pendingUntil == null ? { secrets } : { secrets, pendingUntil })
+  return JSON.stringify({ secrets, ...(marks.length > 0 ? { pending: marks } : {}), ...(pendingUntil == null ? {} : { pendingUntil }) })
+}
+
+/**
+ * The condition of a write, checked before it is sent: a whole number, or none.
+ *
+ * @example
+ * const expected = expectedVersion(condition, 'RedisSecretSource')
+ */
+export function expectedVersion(condition: { version?: unknown } | undefined, what: string): number | undefined {
+  if (condition === undefined) return undefined
+  const { version } = condition
+  if (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 0) {
+    throw new TypeError(`svc-webhooks: ${what}.write condition \`version\` must be the whole number read() answered (0 when it held none).`)
+  }
+  return version
 }

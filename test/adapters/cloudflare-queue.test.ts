@@ -149,14 +149,17 @@ describe('cloudflare: Queues as the durable inbox (workerd)', () => {
     expect(runs[1]!.at - runs[0]!.at).toBeGreaterThanOrEqual(900)
   })
 
-  it('a handler that never settles: past handlerTimeoutMs its signal aborts and the message is retried, then processed', async () => {
+  it('a handler that never settles: past handlerTimeoutMs its signal aborts, the message is retried, and the retry meets its claim still held (in_flight), never running beside it', async () => {
     const hung = await signed('hang-once')
     const beside = await Promise.all([signed('beside 1'), signed('beside 2')])
     for (const delivery of [hung, ...beside]) expect((await post(delivery)).status).toBe(202)
-    const state = await until((s) => [hung, ...beside].every((d) => of(s, d.id).outcomes.includes('processed')))
-    const { outcomes, results } = of(state, hung.id)
-    expect(outcomes).toEqual(['retrying', 'processed'])
+    const state = await until((s) => of(s, hung.id).outcomes.includes('in_flight') && beside.every((d) => of(s, d.id).outcomes.includes('processed')))
+    const { outcomes, results, runs } = of(state, hung.id)
+    expect(outcomes).toEqual(['retrying', 'in_flight'])
     expect(results[0]).toMatchObject({ error: 'TimeoutError: handler timed out after 500 ms', retryInMs: 1000 })
+    // The abandoned run still holds the id: it is looked at again once its claim's lease is over.
+    expect(results[1]).toMatchObject({ retryInMs: 15 * 60 * 1000 })
+    expect(runs).toHaveLength(1)
     expect(state.aborted).toEqual([{ id: hung.id, reason: 'TimeoutError: handler timed out after 500 ms' }])
     for (const d of beside) expect(of(state, d.id).outcomes).toEqual(['processed'])
   })

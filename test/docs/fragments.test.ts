@@ -8,7 +8,8 @@
  * fragment may import one of them), type-checked with the options `tsc --init` writes (its .ts
  * ones), and run: a context that `runs as: server` listens on $PORT and must answer one signed
  * delivery to /webhooks/svc with a 2xx, one that `runs as: script` must exit 0. Either way its
- * output must hold no ReferenceError or unhandled error.
+ * output must hold no ReferenceError or unhandled error. One that `runs as: typecheck` is only
+ * type-checked: its fragments name machines that are not this one.
  *
  * Every fence is marked: code is a whole file or a fragment, the rest names its kind (`sh`,
  * `text`, `toml`...). A block that is neither fails with its page, its line and how to mark it.
@@ -36,7 +37,7 @@ interface Fragment extends Block {
   /** The spliced file: the context with its `/* fragment *\/` line replaced by the block. */
   source: string
   file: string
-  runsAs: 'server' | 'script'
+  runsAs: 'server' | 'script' | 'typecheck'
 }
 
 const fragments: Fragment[] = blocks
@@ -45,8 +46,8 @@ const fragments: Fragment[] = blocks
     const context = contextOf(b)!
     const text = readFileSync(join(contextsDir, context), 'utf8')
     if (!text.includes('/* fragment */\n')) throw new Error(`test/docs/contexts/${context} has no "/* fragment */" line`)
-    const runsAs = /^\/\/ runs as: (server|script)$/m.exec(text)?.[1] as Fragment['runsAs'] | undefined
-    if (!runsAs) throw new Error(`test/docs/contexts/${context} says neither "// runs as: server" nor "// runs as: script"`)
+    const runsAs = /^\/\/ runs as: (server|script|typecheck)$/m.exec(text)?.[1] as Fragment['runsAs'] | undefined
+    if (!runsAs) throw new Error(`test/docs/contexts/${context} says none of "// runs as: server", "// runs as: script", "// runs as: typecheck"`)
     return { ...b, context, source: text.replace('/* fragment */\n', `${b.code}\n`), file: context.endsWith('.mjs') ? 'fragment.mjs' : 'fragment.ts', runsAs }
   })
 
@@ -197,7 +198,10 @@ describe('docs: fragments type-check in their context with the options `tsc --in
   }, 120_000)
 })
 
-describe.each(fragments.map((f, n) => [`${f.page}:${f.line} in ${f.context}`, f, n] as const))('%s runs', (_name, fragment, n) => {
+// A `typecheck` context's fragments name other machines: the tsc test above is all they get.
+const running = fragments.flatMap((f, n) => (f.runsAs === 'typecheck' ? [] : [[`${f.page}:${f.line} in ${f.context}`, f, n] as const]))
+
+describe.each(running)('%s runs', (_name, fragment, n) => {
   it(`${fragment.runsAs}`, async ({ skip }) => {
     const missing = [fragment.source.includes('REDIS_URL') && redisSkipReason, fragment.source.includes('DATABASE_URL') && postgresSkipReason].find(Boolean)
     if (missing) {

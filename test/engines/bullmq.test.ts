@@ -280,6 +280,38 @@ describeWithRedis('svc-webhooks/bullmq', () => {
     expect(outcomes).toEqual(['in_flight', 'processed'])
   })
 
+  it('a handler past handlerTimeoutMs that ignores its signal: the retry meets its claim (delayed, no attempt spent), never runs beside it, and completes as a duplicate once it succeeded', async () => {
+    const queue = freshQueue()
+    const d = inboxDelivery({ rawBody: new TextEncoder().encode(JSON.stringify(sampleEvent('message.received'))) })
+    await new BullMQInbox({ queue, jobOptions: { attempts: 5, backoff: { type: 'fixed', delay: 20 } } }).append(d)
+    let started = 0
+    let running = 0
+    let mostAtOnce = 0
+    const outcomes: string[] = []
+    // No `store`: the processor's own MemoryStore holds the claim in this process.
+    const processor = createBullMQProcessor({
+      on: {
+        'message.received': async () => {
+          started++
+          mostAtOnce = Math.max(mostAtOnce, ++running)
+          await new Promise((resolve) => setTimeout(resolve, 500))
+          running--
+        },
+      },
+      handlerTimeoutMs: 200,
+      log: false,
+      onResult: (r) => void outcomes.push(r.outcome),
+    })
+    worker(queue, processor)
+    expect(await eventually(async () => outcomes.includes('in_flight') && (await queue.getJobCounts('delayed')).delayed === 1)).toBe(true)
+    expect(await eventually(async () => running === 0 && started === 1)).toBe(true)
+    // The claim's lease is a minute past the deadline; the abandoned run has settled, so look now.
+    await (await queue.getJob(bullmqJobId(d.keys[0]!)))!.promote()
+    expect(await eventually(async () => (await queue.getJobCounts('completed')).completed === 1)).toBe(true)
+    expect({ started, mostAtOnce }).toEqual({ started: 1, mostAtOnce: 1 })
+    expect(outcomes).toEqual(['retrying', 'in_flight', 'duplicate'])
+  })
+
   describe('a worker killed after its handler succeeded, before BullMQ heard of it', () => {
     const children: ChildProcess[] = []
     afterEach(() => {

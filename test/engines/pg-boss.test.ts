@@ -205,6 +205,37 @@ describeWithPostgres('svc-webhooks/pg-boss', () => {
     expect([...Buffer.from((dead!.data as DeliveryJobData).body, 'base64')]).toEqual([...d.rawBody])
   })
 
+  it('a handler past handlerTimeoutMs that ignores its signal: the retries meet its claim, it never runs beside itself, and the job completes once it succeeded', async () => {
+    const queue = await freshQueue({ retryLimit: 10, retryDelay: 0 })
+    const d = runnable()
+    await new PgBossInbox({ boss, queue }).append(d)
+    let started = 0
+    let running = 0
+    let mostAtOnce = 0
+    const outcomes: string[] = []
+    // No `store`: the handler's own MemoryStore holds the claim in this process.
+    const handler = createPgBossHandler({
+      on: {
+        'message.received': async () => {
+          started++
+          mostAtOnce = Math.max(mostAtOnce, ++running)
+          await new Promise((resolve) => setTimeout(resolve, 1200))
+          running--
+        },
+      },
+      handlerTimeoutMs: 200,
+      log: false,
+      onResult: (r) => void outcomes.push(r.outcome),
+    })
+    await work(queue, {}, handler)
+    const id = pgBossJobId(d.keys[0]!)
+    expect(await eventually(async () => (await state(queue, id)) === 'completed', 200)).toBe(true)
+    expect({ started, mostAtOnce }).toEqual({ started: 1, mostAtOnce: 1 })
+    expect(outcomes[0]).toBe('retrying')
+    expect(outcomes.at(-1)).toBe('duplicate')
+    expect(outcomes.slice(1, -1).every((o) => o === 'in_flight')).toBe(true)
+  })
+
   it('perJobResults: a batch settles each job on its own; a job that is not a delivery goes to the dead letters at once', async () => {
     const queue = await freshQueue({ retryLimit: 3, retryDelay: 60 })
     const ok = runnable()

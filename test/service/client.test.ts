@@ -55,6 +55,29 @@ afterEach(() => {
   waits.length = 0
 })
 
+describe('the token over http://', () => {
+  it('is refused at creation for any host but a loopback one', () => {
+    const make = (baseUrl: string) => () => createServiceClient({ baseUrl, token: TOKEN, businessId: crypto.randomUUID() })
+    for (const url of ['http://api.example.com', 'http://10.0.0.5:8080', 'http://192.168.1.1', 'http://[fe80::1]', 'http://128.0.0.1', 'http://localhost.example.com']) {
+      expect(make(url), url).toThrow(/http:\/\/ .*unencrypted/)
+    }
+    for (const url of ['http://127.0.0.1:1', 'http://127.8.9.10', 'http://localhost:3000', 'http://api.localhost', 'http://[::1]:9', 'https://api.example.com']) {
+      expect(make(url), url).not.toThrow()
+    }
+  })
+
+  it('the error never shows the token', () => {
+    const error = (() => {
+      try {
+        createServiceClient({ baseUrl: 'http://api.example.com', token: TOKEN, businessId: crypto.randomUUID() })
+      } catch (e) {
+        return e
+      }
+    })()
+    expect(String(error)).not.toContain(TOKEN)
+  })
+})
+
 describe('options are checked at creation', () => {
   it.each([
     [{ baseUrl: undefined }, /baseUrl` is required/],
@@ -141,6 +164,35 @@ describe('retries', () => {
     const created = await client().endpoints.create({ label: 'after 429', url: 'https://example.com/hook', subscribed_events: [] })
     expect(created.signing_secret).toMatch(/^svc_whsec_/)
     expect(waits).toEqual([2000])
+  })
+
+  it('503 with Retry-After to a create: not repeated, since a gateway may answer it after the endpoint was made', async () => {
+    const before = (await client().endpoints.list()).length
+    // The service made the endpoint; the gateway in front answered 503 with Retry-After.
+    emulator.faultApiCalls(1, { method: 'POST', path: '/api/v1/webhook-endpoints', status: 503, retryAfterSeconds: 1, acted: true })
+    const error = await caught(client().endpoints.create({ label: 'gateway 503', url: 'https://example.com/gateway', subscribed_events: [] }))
+    expect([error.status, error.code, error.retryable]).toEqual([503, 'service_unavailable', true])
+    expect(waits).toEqual([])
+    // One endpoint, not two: the caller lists (registerEndpoint does) instead of creating again.
+    expect((await client().endpoints.list()).length).toBe(before + 1)
+  })
+
+  it('rotateSecret after a 503 with Retry-After is repeated, and a refusal then is outcome_unknown, not a plain 4xx', async () => {
+    const { id } = await client().endpoints.create({ label: 'rotate after 503', url: 'https://example.com/rotate-503', subscribed_events: [] })
+    emulator.faultApiCalls(1, { path: /rotate-secret$/, status: 503, retryAfterSeconds: 1, acted: true })
+    emulator.faultApiCalls(1, { path: /rotate-secret$/, status: 401 })
+    const error = await caught(client().endpoints.rotateSecret(id))
+    expect([error.status, error.code, error.retryable]).toEqual([401, 'outcome_unknown', true])
+    expect(waits).toEqual([1000])
+  })
+
+  it('a per-call timeoutMs bounds each attempt of a slow rotate-secret', async () => {
+    const { id } = await client().endpoints.create({ label: 'slow rotate', url: 'https://example.com/slow-rotate', subscribed_events: [] })
+    emulator.faultApiCalls(1, { path: /rotate-secret$/, delayMs: 2_000 })
+    const started = Date.now()
+    const error = await caught(client().endpoints.rotateSecret(id, { timeoutMs: 200 }))
+    expect(error.code).toBe('outcome_unknown')
+    expect(Date.now() - started).toBeLessThan(1_500)
   })
 
   it('5xx without Retry-After: bounded exponential backoff with jitter, then the error with its attempts', async () => {

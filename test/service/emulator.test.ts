@@ -284,6 +284,81 @@ describe('the API checks', () => {
     expect(await other.json()).toMatchObject({ code: 'business_not_found' })
   })
 
+  it('a malformed % escape in a path is answered (422 where an id goes, 404 elsewhere); the process never sees a throw', async () => {
+    const headers = { authorization: `Bearer ${emulator.token}`, 'business-id': emulator.businessId }
+    const uncaught: unknown[] = []
+    const record = (error: unknown) => void uncaught.push(error)
+    process.on('uncaughtException', record)
+    try {
+      for (const path of ['/api/v1/webhook-endpoints/%E0%A4%A', '/api/v1/webhook-endpoints/%zz/rotate-secret', '/api/v1/webhook-endpoints/deliveries/%/resend']) {
+        const answer = await fetch(`${emulator.baseUrl}${path}`, { method: path.endsWith('t') || path.endsWith('d') ? 'POST' : 'PATCH', headers, body: '{}' })
+        expect(answer.status, path).toBe(422)
+        expect(((await answer.json()) as { detail: Array<{ type: string }> }).detail[0]!.type).toBe('uuid_parsing')
+      }
+      const elsewhere = await fetch(`${emulator.baseUrl}/api/v1/%E0%A4%A/x`, { headers })
+      expect(elsewhere.status).toBe(404)
+      await new Promise((done) => setTimeout(done, 20))
+      expect(uncaught).toEqual([])
+      // Still serving.
+      expect((await fetch(`${emulator.baseUrl}/api/v1/webhook-endpoints`, { headers })).status).toBe(200)
+    } finally {
+      process.off('uncaughtException', record)
+    }
+  })
+
+  it('injected failures carry the service\'s codes: 401 {detail}, 403 forbidden, 422 a list, 429 rate_limited, 500, 502, 503, 504', async () => {
+    const headers = { authorization: `Bearer ${emulator.token}`, 'business-id': emulator.businessId }
+    const seen: unknown[] = []
+    for (const status of [401, 403, 422, 429, 500, 502, 503, 504]) {
+      emulator.failNextApiCalls(1, status)
+      const answer = await fetch(`${emulator.baseUrl}/api/v1/webhook-endpoints`, { headers })
+      const body = (await answer.json()) as { code?: string; detail: unknown }
+      seen.push([answer.status, body.code ?? (Array.isArray(body.detail) ? 'list' : 'detail')])
+    }
+    expect(seen).toEqual([[401, 'detail'], [403, 'forbidden'], [422, 'list'], [429, 'rate_limited'], [500, 'internal_error'], [502, 'bad_gateway'], [503, 'service_unavailable'], [504, 'gateway_timeout']])
+  })
+
+  it('act, then lose the answer; act, then answer late', async () => {
+    const service = createServiceClient({ baseUrl: emulator.baseUrl, token: emulator.token, businessId: emulator.businessId, retries: 0 })
+    const { id, signing_secret: first } = await service.endpoints.create({ label: 'faults', url: 'https://example.com/faults', subscribed_events: [] })
+    emulator.faultApiCalls(1, { path: /rotate-secret$/, lose: true })
+    await expect(service.endpoints.rotateSecret(id)).rejects.toMatchObject({ code: 'outcome_unknown' })
+    // It did rotate: the secret changed, and nobody got it.
+    expect(emulator.secretOf(id)).not.toBe(first)
+    const lost = emulator.secretOf(id)
+    emulator.faultApiCalls(1, { path: /rotate-secret$/, delayMs: 300 })
+    const started = Date.now()
+    const late = service.endpoints.rotateSecret(id)
+    await new Promise((done) => setTimeout(done, 50))
+    // Acted at once, answered late.
+    expect(emulator.secretOf(id)).not.toBe(lost)
+    expect((await late).signing_secret).toBe(emulator.secretOf(id))
+    expect(Date.now() - started).toBeGreaterThanOrEqual(280)
+  })
+
+  it('enabling an endpoint that is already enabled keeps its failure streak; enabling a disabled one resets it', async () => {
+    const failing = await scripted(500)
+    const local = await createServiceEmulator({ retry: { firstDelayMs: 5, maxDelayMs: 5, maxAttempts: 1 }, disableAfter: 3 })
+    const service = createServiceClient({ baseUrl: local.baseUrl, token: local.token, businessId: local.businessId })
+    try {
+      const { id } = await service.endpoints.create({ label: 'streak', url: failing.url, subscribed_events: [] })
+      local.send(id)
+      local.send(id)
+      await local.settled()
+      expect(local.endpoint(id)).toMatchObject({ enabled: true, consecutive_failures: 2 })
+      await service.endpoints.enable(id)
+      expect(local.endpoint(id)).toMatchObject({ enabled: true, consecutive_failures: 2 })
+      local.send(id)
+      await local.settled()
+      expect(local.endpoint(id)).toMatchObject({ enabled: false, consecutive_failures: 3 })
+      await service.endpoints.enable(id)
+      expect(local.endpoint(id)).toMatchObject({ enabled: true, consecutive_failures: 0 })
+    } finally {
+      await local.close()
+      await failing.close()
+    }
+  })
+
   it('close() stops the server: a call afterwards is refused', async () => {
     const short = await createServiceEmulator()
     await short.close()

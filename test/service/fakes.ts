@@ -123,10 +123,19 @@ export function fakeService(initial: Partial<WebhookEndpoint> = {}): FakeService
   return fake
 }
 
-/** A secret source in memory that logs each write (with the secrets named by their index in `names`). */
+/**
+ * A secret source in memory that logs each write (with the secrets named by their index in
+ * `names`), and writes conditionally as the real ones do: a version bumped by each write, and
+ * `write(state, { version })` refused (false) when another write came first. `unconditional`
+ * makes it a source written for an earlier version (write answers nothing, checks nothing).
+ */
 export class MemorySource implements SecretSource {
   failWrites = 0
   failReads = false
+  version = 0
+  unconditional = false
+  /** Called inside each write, before it lands: lets a test slip another writer in between. */
+  beforeWrite?: (state: SecretState) => void | Promise<void>
   constructor(
     public state: SecretState | undefined,
     private readonly steps: string[] = [],
@@ -135,15 +144,21 @@ export class MemorySource implements SecretSource {
   read(): SecretState {
     if (this.failReads) throw Object.assign(new Error('source down'), { name: 'SourceDown' })
     if (!this.state) throw new Error('nothing stored')
-    return { ...this.state, secrets: [...this.state.secrets] }
+    return { ...this.state, secrets: [...this.state.secrets], ...(this.state.pending ? { pending: this.state.pending.map((m) => ({ ...m })) } : {}), version: this.version }
   }
-  write(state: SecretState): void {
+  async write(state: SecretState, condition?: { version: number }): Promise<boolean | void> {
     if (this.failWrites > 0) {
       this.failWrites--
       throw Object.assign(new Error('source down'), { name: 'SourceDown' })
     }
-    this.state = { ...state, secrets: [...state.secrets] }
-    this.steps.push(`write [${state.secrets.map(this.name).join(', ')}]${state.pendingUntil === undefined ? '' : ' pending'}`)
+    await this.beforeWrite?.(state)
+    if (!this.unconditional && condition !== undefined && condition.version !== this.version) return false
+    this.version++
+    const { version: _, ...stored } = state
+    this.state = { ...stored, secrets: [...state.secrets] }
+    const pending = (state.pending?.length ?? 0) > 0 || state.pendingUntil !== undefined
+    this.steps.push(`write [${state.secrets.map(this.name).join(', ')}]${pending ? ' pending' : ''}`)
+    return this.unconditional ? undefined : true
   }
 }
 

@@ -208,6 +208,56 @@ describeWithRedis('endpoint lifecycle bars', () => {
     }
   })
 
+  /** A bar-a run on a RedisSecretSource with `midway` as the rotation, sender's 10 s timeout; returns its figures. */
+  async function rotatedUnderLoad(name: string, seconds: number, midway: (rotate: () => Promise<void>, emulator: ServiceEmulator) => Promise<void>) {
+    const emulator = await createServiceEmulator({ retry: { firstDelayMs: 100, maxDelayMs: 1_000, maxAttempts: 50 }, timeoutMs: 10_000 })
+    const service = createServiceClient({ baseUrl: emulator.baseUrl, token: emulator.token, businessId: emulator.businessId })
+    const forwarder = await startForwarder()
+    const key = `bars:${name}:secret`
+    try {
+      const source = new RedisSecretSource({ client: admin, key })
+      const endpoint = await registerEndpoint({ service, url: forwarder.url, source, log: false })
+      const receivers = await Promise.all([0, 1, 2].map(() => startReceiver({ LC_REDIS_URL: redis.url, LC_SECRET_KEY: key })))
+      forwarder.backends.push(...receivers.map((r) => r.port))
+      let mostFailures = 0
+      const watching = setInterval(() => (mostFailures = Math.max(mostFailures, emulator.endpoint(endpoint.id)?.consecutive_failures ?? 0)), 20)
+      const rotate = async () => {
+        const rotation = await rotateEndpointSecret({ service, endpointId: endpoint.id, source, graceMs: 1_000, log: false })
+        await rotation.finished
+      }
+      const figures = await underLoad(emulator, endpoint.id, seconds, () => midway(rotate, emulator))
+      clearInterval(watching)
+      await Promise.all(receivers.map((r) => r.stop()))
+      const state = await source.read()
+      expect(state.secrets).toContain(emulator.secretOf(endpoint.id))
+      expect(state.pending ?? []).toEqual([])
+      return { ...figures, mostFailures }
+    } finally {
+      await forwarder.close()
+      await emulator.close()
+    }
+  }
+
+  it('a2: two rotations 200 ms apart, and a rotation whose answer takes 3 s: no permanent 4xx, none lost, none twice, never disabled', async () => {
+    const twice = await rotatedUnderLoad('a2', 10, async (rotate, emulator) => {
+      // The first rotation acts first and is answered 500 ms late: the second's answer comes back before it.
+      emulator.faultApiCalls(1, { path: /rotate-secret$/, delayMs: 500 })
+      const first = rotate()
+      await sleep(200)
+      await Promise.all([first, rotate()])
+    })
+    const slow = await rotatedUnderLoad('a3', 10, async (rotate, emulator) => {
+      // rotate-secret acts at once (the service signs with the new secret) and answers 3 s later.
+      emulator.faultApiCalls(1, { path: /rotate-secret$/, delayMs: 3_000 })
+      await rotate()
+    })
+    console.log(`lifecycle bar a2 (${twice.sent} deliveries each, three receivers, RedisSecretSource): two rotations 200 ms apart, the first answered last ${JSON.stringify(twice)}; rotate answer 3 s late ${JSON.stringify(slow)}`)
+    for (const figures of [twice, slow]) {
+      expect(figures).toMatchObject({ sent: 200, permanent: 0, lost: 0, twice: 0, enabled: true })
+      expect(figures.mostFailures).toBeLessThan(20)
+    }
+  })
+
   it('b: disabled while its receiver was down, enabled again by the watch; every held delivery resent runs once', async () => {
     const emulator = await createServiceEmulator({ retry: { firstDelayMs: 20, maxDelayMs: 50, maxAttempts: 3 }, disableAfter: 5, timeoutMs: 2_000 })
     const service = createServiceClient({ baseUrl: emulator.baseUrl, token: emulator.token, businessId: emulator.businessId })

@@ -107,9 +107,11 @@ describe('rotateEndpointSecret', () => {
     fake.onCall = () => void (source.failWrites = 3)
     const error = await rotateEndpointSecret({ service: fake.service, endpointId, source, log }).catch((e: unknown) => e)
     expect(error).toMatchObject({ code: 'source_failed' })
-    expect(source.state).toMatchObject({ secrets: [OLD], pendingUntil: expect.any(Number) })
+    // Still pending, its mark flagged: the service holds a secret nobody has.
+    expect(source.state).toMatchObject({ secrets: [OLD], pending: [{ outcomeUnknown: true }] })
     fake.onCall = undefined
 
+    // The next run's answer settles the flagged mark: it retires it.
     const rotation = await rotateEndpointSecret({ service: fake.service, endpointId, source, graceMs: 0, log })
     await rotation.finished
     expect(source.state).toEqual({ secrets: [current()] })
@@ -128,10 +130,12 @@ describe('rotateEndpointSecret', () => {
     expect(pending.state!.secrets).toHaveLength(2)
   })
 
-  it('a rotation from a leftover [new, old] keeps one old secret only: the older one died at the previous rotation', async () => {
+  it('a rotation from a leftover [new, old] keeps both through its grace period, then drops every secret it found', async () => {
     const { fake, endpointId, source, current } = setup({ secrets: ['svc_whsec_previous', OLD] })
-    await rotateEndpointSecret({ service: fake.service, endpointId, source, graceMs: 10_000, log: false })
-    expect(source.state).toEqual({ secrets: [current(), 'svc_whsec_previous'] })
+    const rotation = await rotateEndpointSecret({ service: fake.service, endpointId, source, graceMs: 20, log: false })
+    expect(source.state).toEqual({ secrets: [current(), 'svc_whsec_previous', OLD] })
+    await rotation.finished
+    expect(source.state).toEqual({ secrets: [current()] })
   })
 
   it('the grace step does not undo a newer rotation that began meanwhile', async () => {
@@ -147,12 +151,22 @@ describe('rotateEndpointSecret', () => {
 
   it('a source that cannot be marked pending stops the rotation before the service is called', async () => {
     const { fake, endpointId, source } = setup()
-    source.failWrites = 1
+    // A write that fails is tried three times.
+    source.failWrites = 3
     await expect(rotateEndpointSecret({ service: fake.service, endpointId, source, log: false })).rejects.toMatchObject({ code: 'source_failed' })
     expect(fake.calls.rotateSecret).toBeUndefined()
     source.failReads = true
     await expect(rotateEndpointSecret({ service: fake.service, endpointId, source, log: false })).rejects.toMatchObject({ code: 'source_failed' })
     expect(fake.calls.rotateSecret).toBeUndefined()
+  })
+
+  it('a source written for an earlier version (write answers nothing, checks nothing) still rotates, and the log says once that two runs are not protected', async () => {
+    const { fake, endpointId, source, lines, log, current } = setup()
+    source.unconditional = true
+    const rotation = await rotateEndpointSecret({ service: fake.service, endpointId, source, graceMs: 0, log })
+    await rotation.finished
+    expect(source.state).toEqual({ secrets: [current()] })
+    expect(lines.filter((line) => line.includes('does not say whether it wrote'))).toHaveLength(1)
   })
 
   it('rejects invalid options at the call', async () => {
@@ -176,8 +190,9 @@ describe('registerEndpoint', () => {
     let atCreate: unknown
     fake.onCall = () => void (atCreate = source.state)
     const endpoint = await registerEndpoint({ service: fake.service, url, label: 'orders', subscribedEvents: ['message.received'], source, now: () => NOW, log: false })
-    expect(atCreate).toEqual({ secrets: [], pendingUntil: NOW + 60_000 })
-    expect(fake.steps).toEqual(['write [] pending', 'create', 'write [s1]'])
+    expect(atCreate).toEqual({ secrets: [], pending: [{ id: expect.any(String), owner: expect.any(String), forMs: 60_000, known: [] }], pendingUntil: NOW + 60_000 })
+    // The endpoints of this URL that exist before are listed first, and kept on the mark.
+    expect(fake.steps).toEqual(['list', 'write [] pending', 'create', 'write [s1]'])
     expect(endpoint).toMatchObject({ url, label: 'orders', subscribed_events: ['message.received'] })
     expect(endpoint).not.toHaveProperty('signing_secret')
     expect(source.state).toEqual({ secrets: [fake.endpoints.get(endpoint.id)!.secret] })
@@ -200,7 +215,7 @@ describe('registerEndpoint', () => {
     fake.faults.create = [{ when: 'after', lost: true }]
     const endpoint = await registerEndpoint({ service: fake.service, url, source, log: (line) => void lines.push(line) })
     expect(fake.endpoints.size).toBe(1)
-    expect(fake.steps.filter((s) => !s.startsWith('write'))).toEqual(['create', 'list', 'rotateSecret'])
+    expect(fake.steps.filter((s) => !s.startsWith('write'))).toEqual(['list', 'create', 'list', 'rotateSecret'])
     expect(source.state).toEqual({ secrets: [fake.endpoints.get(endpoint.id)!.secret] })
     expectNoSecret(fake, [endpoint, lines])
   })
@@ -208,9 +223,9 @@ describe('registerEndpoint', () => {
   it('a re-run after a crash between create and the write rotates the endpoint it made', async () => {
     const fake = fakeService()
     const source = new MemorySource(undefined, fake.steps)
-    fake.onCall = () => void (source.failWrites = 3)
+    fake.onCall = (operation) => void (operation === 'create' && (source.failWrites = 3))
     await expect(registerEndpoint({ service: fake.service, url, source, log: false })).rejects.toMatchObject({ code: 'source_failed' })
-    expect(source.state).toMatchObject({ secrets: [], pendingUntil: expect.any(Number) })
+    expect(source.state).toMatchObject({ secrets: [], pending: [{ known: [] }] })
     fake.onCall = undefined
     const endpoint = await registerEndpoint({ service: fake.service, url, source, log: false })
     expect(fake.endpoints.size).toBe(1)

@@ -148,6 +148,43 @@ describe('watchEndpoint', () => {
   })
 })
 
+describe('watchEndpoint: which disables it undoes', () => {
+  const byService = { enabled: false, consecutive_failures: 20, last_error: 'HTTP 401', last_delivery_at: null }
+
+  it('disabled again after its re-enable with last_delivery_at unmoved: held back; moved (a delivery got through, unseen): enabled again', async () => {
+    const moved = { ...byService, last_delivery_at: '2026-11-27T08:00:00.000Z' }
+    // Read, read again before the PATCH; then the next disable, seen twice; then the same again.
+    const { fake, lines, watch } = watched([byService, byService, moved, moved], { reenable: true, healthy: () => true })
+    await until(() => expect(fake.calls.enable).toBe(2))
+    const reads = fake.calls.list!
+    await until(() => expect(fake.calls.list).toBeGreaterThanOrEqual(reads + 5))
+    expect(fake.calls.enable).toBe(2)
+    expect(watch.view()).toMatchObject({ enabled: false, disabledBy: 'service', heldBack: true })
+    expect(lines.filter((line) => line.includes('not enabled again: the service disabled it again'))).toHaveLength(1)
+  })
+
+  it('an enable by hand ends the hold', async () => {
+    const { fake, watch } = watched([byService], { reenable: true, healthy: () => true })
+    await until(() => expect(watch.view().heldBack).toBe(true))
+    expect(fake.calls.enable).toBe(1)
+    fake.script = [{ enabled: true, consecutive_failures: 0, last_error: 'HTTP 401' }, { ...byService, consecutive_failures: 21 }]
+    await until(() => expect(fake.calls.enable).toBe(2))
+  })
+
+  it('last_error null, or an earlier one with no failure since it was seen enabled: an operator\'s, left alone (reenable off says so too)', async () => {
+    const enabled = { enabled: true, consecutive_failures: 2, last_error: 'HTTP 500' }
+    const { fake, lines, watch } = watched([enabled, { ...enabled, enabled: false }], { reenable: true, healthy: () => true })
+    await until(() => expect(fake.calls.list).toBeGreaterThanOrEqual(6))
+    expect(fake.calls.enable).toBeUndefined()
+    expect(watch.view()).toMatchObject({ enabled: false, disabledBy: 'operator' })
+    expect(lines.filter((line) => line.includes('HTTP 500, from an earlier disable): a deliberate disable, left as it is'))).toHaveLength(1)
+
+    const off = watched([{ enabled: false, last_error: null }])
+    await until(() => expect(off.fake.calls.list).toBeGreaterThanOrEqual(3))
+    expect(off.lines.filter((line) => line.includes('last_error: none): a deliberate disable, left as it is.'))).toHaveLength(1)
+  })
+})
+
 /** A MemoryStore that can be made to fail, as a Redis that is down does. */
 class FlakyStore extends MemoryStore {
   down = true

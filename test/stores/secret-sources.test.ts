@@ -12,7 +12,7 @@ import { Redis } from 'ioredis'
 import pg from 'pg'
 import { createClient } from 'redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createWebhookReceiver, type SecretSource, type SecretState } from 'svc-webhooks'
+import { createWebhookReceiver, type SecretSource } from 'svc-webhooks'
 import { PostgresSecretSource, createSecretTableSql } from 'svc-webhooks/postgres'
 import { RedisSecretSource } from 'svc-webhooks/redis'
 import { FileSecretSource } from 'svc-webhooks/service'
@@ -28,12 +28,14 @@ const NEW = 'svc_whsec_SourcesNewSecret1111111111'
  * A receiver on `source` taken through a rotation the way rotateEndpointSecret writes it:
  * pending (a new-secret delivery is 503 secret_pending), [new, old] (both verify), [new].
  */
-async function rotateThrough(source: SecretSource & { write(state: SecretState): Promise<void> | void }) {
+async function rotateThrough(source: SecretSource & { write: NonNullable<SecretSource['write']> }) {
   const lines: string[] = []
   const runs: string[] = []
   const receiver = createWebhookReceiver({
     secret: source,
     secretRereadMs: 10,
+    // Short, so the pending step is answered 503 here; holding a pending mismatch has its own tests.
+    pendingHoldMs: 30,
     log: (line) => lines.push(line),
     on: { 'message.received': (_e, d) => void runs.push(d.id) },
   })
@@ -45,7 +47,7 @@ async function rotateThrough(source: SecretSource & { write(state: SecretState):
   await source.write({ secrets: [OLD] })
   const early = randomUUID()
   const steps = [await send(OLD)]
-  await source.write({ secrets: [OLD], pendingUntil: Date.now() + 60_000 })
+  await source.write({ secrets: [OLD], pending: [{ id: randomUUID(), owner: 'test', forMs: 60_000 }] })
   steps.push(await send(NEW, early))
   await source.write({ secrets: [NEW, OLD] })
   steps.push(await send(NEW, early), await send(OLD))
@@ -54,6 +56,32 @@ async function rotateThrough(source: SecretSource & { write(state: SecretState):
   expect(steps).toEqual(['200 ok', '503 secret_pending', '200 ok', '200 ok', '200 ok'])
   expect(runs.filter((id) => id === early)).toHaveLength(1)
   return lines
+}
+
+/**
+ * The conditional write every source makes (docs/secret-sources.md): a write on a stale version
+ * changes nothing and says so; ten writers racing read → write-if-unchanged (again on a conflict)
+ * each land their change, none lost.
+ */
+async function conditionalWrites(source: SecretSource & { write: NonNullable<SecretSource['write']> }) {
+  await source.write({ secrets: [OLD] })
+  const first = await source.read()
+  expect(first.version).toBeGreaterThan(0)
+  expect(await source.write({ secrets: [NEW, OLD] }, { version: first.version! })).toBe(true)
+  expect(await source.write({ secrets: ['svc_whsec_SourcesStaleWrite000000'] }, { version: first.version! })).toBe(false)
+  expect((await source.read()).secrets).toEqual([NEW, OLD])
+  const writers = Array.from({ length: 10 }, async (_, i) => {
+    for (let round = 0; round < 500; round++) {
+      const state = await source.read()
+      if (await source.write({ secrets: [...state.secrets, `svc_whsec_SourcesWriter${i}`] }, { version: state.version ?? 0 })) return round
+    }
+    throw new Error(`writer ${i} never wrote`)
+  })
+  const rounds = await Promise.all(writers)
+  const final = (await source.read()).secrets
+  expect(final).toHaveLength(12)
+  for (let i = 0; i < 10; i++) expect(final).toContain(`svc_whsec_SourcesWriter${i}`)
+  return rounds.reduce((a, b) => a + b, 0)
 }
 
 describeWithRedis('RedisSecretSource', () => {
@@ -94,8 +122,10 @@ describeWithRedis('RedisSecretSource', () => {
         const key = `secrets:${name}:${randomUUID()}`
         const source = new RedisSecretSource({ client: conn.client, key })
         await source.write({ secrets: [NEW, OLD], pendingUntil: 1_800_000_000_000 })
-        expect(JSON.parse((await conn.get(key))!)).toEqual({ secrets: [NEW, OLD], pendingUntil: 1_800_000_000_000 })
-        expect(await source.read()).toEqual({ secrets: [NEW, OLD], pendingUntil: 1_800_000_000_000 })
+        // The version first, so the write script reads it without a JSON parser.
+        expect(await conn.get(key)).toMatch(/^\{"version":1,/)
+        expect(JSON.parse((await conn.get(key))!)).toEqual({ version: 1, secrets: [NEW, OLD], pendingUntil: 1_800_000_000_000 })
+        expect(await source.read()).toEqual({ version: 1, secrets: [NEW, OLD], pendingUntil: 1_800_000_000_000 })
         await conn.set(key, JSON.stringify({ secrets: [OLD] }))
         expect(await source.read()).toEqual({ secrets: [OLD] })
       })
@@ -110,12 +140,24 @@ describeWithRedis('RedisSecretSource', () => {
         const error = await Promise.resolve(source.write({ secrets: [` ${OLD}`] })).catch((e: unknown) => e)
         expect(error).toBeInstanceOf(TypeError)
         expect(String(error)).not.toContain(OLD)
-        await expect(source.write({ secrets: [] })).rejects.toThrow(/no secret and no pendingUntil/)
+        await expect(source.write({ secrets: [] })).rejects.toThrow(/no secret and no pending mark/)
         expect(await conn.get(key)).toBeNull()
       })
 
       it('a receiver reads it through a rotation with no 401', async () => {
         await rotateThrough(new RedisSecretSource({ client: conn.client, key: `secrets:${name}:${randomUUID()}` }))
+      })
+
+      it('writes conditionally: a stale version changes nothing, racing writers lose nothing', async () => {
+        const key = `secrets:${name}:${randomUUID()}`
+        const lost = await conditionalWrites(new RedisSecretSource({ client: conn.client, key }))
+        console.log(`RedisSecretSource over ${name}: 10 racing writers, ${lost} rounds lost to a conflict and read again`)
+        // A state stored by an earlier version (no version in it) is version 0.
+        await conn.set(key, JSON.stringify({ secrets: [OLD] }))
+        const source = new RedisSecretSource({ client: conn.client, key })
+        expect(await source.write({ secrets: [NEW] }, { version: 1 })).toBe(false)
+        expect(await source.write({ secrets: [NEW] }, { version: 0 })).toBe(true)
+        expect(await source.read()).toEqual({ version: 1, secrets: [NEW] })
       })
 
       it('a value that is not a state: 503, and the log line never quotes it', async () => {
@@ -173,20 +215,20 @@ describeWithPostgres('PostgresSecretSource', () => {
     expect(rows).toHaveLength(1)
     expect(rows[0]).toMatchObject({ name: 'ep_1', updated_at: expect.any(Date) })
     expect(JSON.parse(rows[0].state as string)).toEqual({ secrets: [NEW, OLD], pendingUntil: 1_800_000_000_000 })
-    expect(await source.read()).toEqual({ secrets: [NEW, OLD], pendingUntil: 1_800_000_000_000 })
+    expect(await source.read()).toEqual({ secrets: [NEW, OLD], pendingUntil: 1_800_000_000_000, version: 2 })
     // Another process's source sees the same row.
-    expect(await new PostgresSecretSource({ pool, name: 'ep_1' }).read()).toEqual({ secrets: [NEW, OLD], pendingUntil: 1_800_000_000_000 })
+    expect(await new PostgresSecretSource({ pool, name: 'ep_1' }).read()).toEqual({ secrets: [NEW, OLD], pendingUntil: 1_800_000_000_000, version: 2 })
   })
 
   it('many sources creating the table at once all succeed; createTable: false leaves it to migrations', async () => {
     const sources = Array.from({ length: 8 }, (_, i) => new PostgresSecretSource({ pool, name: `ep_${i}`, table: 'racing_secrets' }))
     await Promise.all(sources.map((s, i) => s.write({ secrets: [`svc_whsec_racing_${i}`] })))
-    expect(await sources[7]!.read()).toEqual({ secrets: ['svc_whsec_racing_7'] })
+    expect(await sources[7]!.read()).toEqual({ secrets: ['svc_whsec_racing_7'], version: 1 })
     const unmade = new PostgresSecretSource({ pool, name: 'ep', table: 'migrated_secrets', createTable: false, timeoutMs: 300 })
     await expect(unmade.read()).rejects.toMatchObject({ name: 'SecretSourceError', message: expect.stringMatching(/refused by the server: .*does not exist/) })
     await pool.query(createSecretTableSql('migrated_secrets'))
     await unmade.write({ secrets: [OLD] })
-    expect(await unmade.read()).toEqual({ secrets: [OLD] })
+    expect(await unmade.read()).toEqual({ secrets: [OLD], version: 1 })
   })
 
   it('a missing row is a read error that names it', async () => {
@@ -198,6 +240,21 @@ describeWithPostgres('PostgresSecretSource', () => {
 
   it('a receiver reads it through a rotation with no 401', async () => {
     await rotateThrough(new PostgresSecretSource({ pool, name: `ep_${randomUUID()}` }))
+  })
+
+  it('writes conditionally (UPDATE ... WHERE version = $n): a stale version changes nothing, racing writers lose nothing', async () => {
+    const lost = await conditionalWrites(new PostgresSecretSource({ pool, name: `ep_${randomUUID()}` }))
+    console.log(`PostgresSecretSource: 10 racing writers, ${lost} rounds lost to a conflict and read again`)
+  })
+
+  it('adds the version column to a table made by an earlier version; a row stored then is version 0', async () => {
+    await pool.query('CREATE TABLE old_secrets (name text PRIMARY KEY, state text NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())')
+    await pool.query("INSERT INTO old_secrets (name, state) VALUES ('ep', $1)", [JSON.stringify({ secrets: [OLD] })])
+    const source = new PostgresSecretSource({ pool, name: 'ep', table: 'old_secrets' })
+    expect(await source.read()).toEqual({ secrets: [OLD], version: 0 })
+    expect(await source.write({ secrets: [NEW, OLD] }, { version: 0 })).toBe(true)
+    expect(await source.write({ secrets: [NEW] }, { version: 0 })).toBe(false)
+    expect(await source.read()).toEqual({ secrets: [NEW, OLD], version: 1 })
   })
 
   it('rejects options it cannot use when created', () => {
@@ -251,13 +308,13 @@ describe('FileSecretSource', () => {
     const path = join(dir, 'written.json')
     const source = new FileSecretSource({ path })
     await source.write({ secrets: [OLD] })
-    expect(await source.read()).toEqual({ secrets: [OLD] })
+    expect(await source.read()).toEqual({ version: 1, secrets: [OLD] })
     const before = statSync(path).ino
     await source.write({ secrets: [NEW, OLD], pendingUntil: 1_800_000_000_000 })
     expect(statSync(path).ino).not.toBe(before) // renamed over, never rewritten in place
     expect(statSync(path).mode & 0o777).toBe(0o600)
-    expect(await new FileSecretSource({ path }).read()).toEqual({ secrets: [NEW, OLD], pendingUntil: 1_800_000_000_000 })
-    expect(await source.read()).toEqual({ secrets: [NEW, OLD], pendingUntil: 1_800_000_000_000 })
+    expect(await new FileSecretSource({ path }).read()).toEqual({ version: 2, secrets: [NEW, OLD], pendingUntil: 1_800_000_000_000 })
+    expect(await source.read()).toEqual({ version: 2, secrets: [NEW, OLD], pendingUntil: 1_800_000_000_000 })
     expect(readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([])
     await expect(new FileSecretSource({ path: join(dir, 'no-such-dir', 'x') }).write({ secrets: [OLD] })).rejects.toMatchObject({ name: 'SecretSourceError' })
     expect(readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([])
@@ -278,5 +335,18 @@ describe('FileSecretSource', () => {
 
   it('a receiver reads it through a rotation with no 401', async () => {
     await rotateThrough(new FileSecretSource({ path: join(dir, 'rotated.json') }))
+  })
+
+  it('writes conditionally under a lock file: a stale version changes nothing, racing writers lose nothing', async () => {
+    const path = join(dir, 'conditional.json')
+    // Two objects on one file, as two processes have: each reads and writes on its own.
+    const sources = [new FileSecretSource({ path }), new FileSecretSource({ path })]
+    let next = 0
+    const either: SecretSource & { write: NonNullable<SecretSource['write']> } = {
+      read: () => sources[next++ % 2]!.read(),
+      write: (state, condition) => sources[next++ % 2]!.write(state, condition),
+    }
+    await conditionalWrites(either)
+    expect(readdirSync(dir).filter((file) => file.startsWith('conditional.json.'))).toEqual([])
   })
 })

@@ -114,6 +114,7 @@ export interface VariantOptions {
   store?: IdempotencyStore
   bodyTimeoutMs?: number
   secretRereadMs?: number
+  pendingHoldMs?: number
 }
 
 /** Handlers that record their runs, and the JSON body the runs route answers with. */
@@ -188,7 +189,8 @@ export function createCaseApp({ inbox: makeInbox }: CaseAppOptions = {}): CaseAp
         return { ...base, store: brokenStore }
       case 'pending-secret':
         // A mismatch waits for a fresh read of the source: spaced 50 ms here, not the default second.
-        return { ...base, secret: pendingSource, secretRereadMs: 50 }
+        // A short hold: the row is about the 503 a pending mismatch ends in, not the 8 s it is held first.
+        return { ...base, secret: pendingSource, secretRereadMs: 50, pendingHoldMs: 50 }
       case 'slow-body':
         return { ...base, bodyTimeoutMs: CASE_BODY_TIMEOUT_MS }
       case 'broken-telemetry':

@@ -3,21 +3,49 @@
  * turning its answer into the right refusal (none: 404 `unknown_endpoint`; a throw, a rejection or
  * an unusable value: 503 `secret_lookup_failed`), and keeping each secret's imported key so a
  * tenant's deliveries do not pay for the import every time. A secret source, given as `secret` or
- * returned by the function, is read through its cache (src/secret-cache.ts).
+ * returned by the function, is read through its cache (src/secrets/cache.ts).
  */
-import { WebhookVerificationError } from './errors.js'
-import { importSecrets, secretProblem, type ResolvedVerifyOptions, type Secrets, type SecretSet } from './options.js'
-import { SourceCache, TIMED_OUT, within } from './secret-cache.js'
-import { isSecretSource, type SecretSource } from './secret-source.js'
+import { WebhookVerificationError } from '../errors.js'
+import { SourceCache, type SourceSettings } from './cache.js'
+import { isSecretSource, type SecretSource } from './contract.js'
+import { cachedSecrets, secretProblem, type Secrets, type SecretSet } from './list.js'
+import { TIMED_OUT, within } from './within.js'
 
-/** Imported keys by secret, shared by every lookup of a receiver: importing costs more than an HMAC. */
-const LOOKUP_CACHE_SIZE = 1000
+/**
+ * A secret per request, for a platform with one endpoint (and one secret) per customer: a function
+ * of the framework's own request, sync or async. Return `undefined` (or `null`, `''`, `[]`) when
+ * the request names no known endpoint: it is answered 404 `unknown_endpoint`. A throw or a
+ * rejection is answered 503 `secret_lookup_failed` with `Retry-After`, so the sender retries.
+ * It may return the tenant's {@link SecretSource} instead: return the same object for a tenant
+ * every time (keep them in a Map), as its cache lives with it.
+ */
+export type SecretLookup<R> = (
+  request: R,
+) => Secrets | SecretSource | null | undefined | Promise<Secrets | SecretSource | null | undefined>
+
+/** Where a receiver's secrets come from, after validation: what the rest of this folder needs of the options. */
+export interface SecretOptions {
+  /** The secrets, when they are fixed at startup. */
+  secrets?: SecretSet
+  /** The per-request lookup, when `secret` is a function. */
+  lookup?: SecretLookup<unknown>
+  /** The secret source, when `secret` is one. */
+  source?: SecretSource
+  /** Its cache, made on first use. */
+  sourceCache?: SourceCache
+  /** The caches of the sources a lookup returned, by source. */
+  sourceCaches?: WeakMap<SecretSource, SourceCache>
+  /** Imported keys of the lists a lookup returned. */
+  imported?: Map<string, SecretSet>
+  /** How sources are read: the `secret*Ms` options, `maxPendingMs` and `pendingHoldMs`. */
+  sourceSettings: SourceSettings
+}
 
 /**
  * The secrets of a request when they are not fixed: from the secret source (its cached state, or
  * its first read), or through the `secret` function.
  */
-export function secretsFor(opts: ResolvedVerifyOptions, request: unknown): SecretSet | Promise<SecretSet> {
+export function secretsFor(opts: SecretOptions, request: unknown): SecretSet | Promise<SecretSet> {
   if (opts.source !== undefined) return (opts.sourceCache ??= new SourceCache(opts.source, opts.sourceSettings)).current()
   return lookupSecrets(opts, request)
 }
@@ -26,7 +54,7 @@ export function secretsFor(opts: ResolvedVerifyOptions, request: unknown): Secre
  * The secrets of the endpoint a request is for, through the `secret` function: none is
  * `unknown_endpoint` (404), a throw, a rejection or an unusable value `secret_lookup_failed` (503).
  */
-export async function lookupSecrets(opts: ResolvedVerifyOptions, request: unknown): Promise<SecretSet> {
+export async function lookupSecrets(opts: SecretOptions, request: unknown): Promise<SecretSet> {
   let found: unknown
   try {
     found = await within(opts.lookup!(request), opts.sourceSettings.readTimeoutMs)
@@ -56,37 +84,13 @@ export async function lookupSecrets(opts: ResolvedVerifyOptions, request: unknow
   if (problem) {
     throw new WebhookVerificationError('secret_lookup_failed', `The \`secret\` function returned an unusable value: ${problem.replace('`secret` ', 'it ')}`)
   }
-  return cachedSecrets(opts, found as Secrets)
+  return cachedSecrets((opts.imported ??= new Map()), found as Secrets)
 }
 
 /** The cache of a source the `secret` function returned, kept as long as the source object lives. */
-function tenantSource(opts: ResolvedVerifyOptions, source: SecretSource): SourceCache {
+function tenantSource(opts: SecretOptions, source: SecretSource): SourceCache {
   const caches = (opts.sourceCaches ??= new WeakMap())
   let cache = caches.get(source)
   if (cache === undefined) caches.set(source, (cache = new SourceCache(source, opts.sourceSettings)))
   return cache
-}
-
-const imported = new WeakMap<ResolvedVerifyOptions, Map<string, SecretSet>>()
-
-/**
- * The cache key of a list of secrets, one per list: a single secret is itself, unless it starts
- * with `[`, which is how the JSON of a list starts (a secret may hold a newline, so joining the
- * list with one would give one tenant's "a\nb" the keys of another's ["a", "b"]).
- */
-function keyOf(secret: Secrets): string {
-  if (typeof secret === 'string') return secret.startsWith('[') ? JSON.stringify([secret]) : secret
-  return JSON.stringify(secret)
-}
-
-function cachedSecrets(opts: ResolvedVerifyOptions, secret: Secrets): SecretSet {
-  const cacheKey = keyOf(secret)
-  let cache = imported.get(opts)
-  if (!cache) imported.set(opts, (cache = new Map()))
-  let set = cache.get(cacheKey)
-  if (set) return set
-  set = importSecrets(secret)
-  if (cache.size >= LOOKUP_CACHE_SIZE) cache.delete(cache.keys().next().value!)
-  cache.set(cacheKey, set)
-  return set
 }

@@ -1,14 +1,19 @@
 /**
- * Reading a secret source (src/secret-source.ts) on the request path, for every entry alike: the
- * state read through a cache (keys imported once per state), refreshed in the background, re-read
- * on a signature mismatch (single-flight, spaced, and only a read that started after the mismatch
- * counts), `pendingUntil` bounded, and a source that cannot be read or holds garbage turned into a
- * 503 that the sender retries. A cached state costs a clock read and two field reads per request.
+ * Reading a secret source (src/secrets/contract.ts) on the request path, for every entry alike:
+ * the state read through a cache (keys imported once per state), refreshed in the background,
+ * re-read on a signature mismatch (single-flight, spaced, and only a read that started after the
+ * mismatch counts), and the pending rules: each pending mark is timed on this receiver's own clock
+ * from the read that first saw its id (never from a time another host wrote), bounded by
+ * `maxPendingMs`; a source that cannot be read or holds garbage is turned into a 503 that the
+ * sender retries. A cached state costs a clock read and two field reads per request.
  */
-import { isWebhookVerificationError, WebhookVerificationError } from './errors.js'
-import { errorLabel } from './log-window.js'
-import { importSecrets, type SecretSet } from './options.js'
-import type { SecretSource } from './secret-source.js'
+import { isWebhookVerificationError, WebhookVerificationError } from '../errors.js'
+import { errorLabel } from '../log-window.js'
+import { stateProblem, type PendingMark, type SecretSource, type SecretState } from './contract.js'
+import { importSecrets, type SecretRecheck, type SourceSecretSet } from './list.js'
+import { TIMED_OUT, within } from './within.js'
+
+export type { SourceSecretSet } from './list.js'
 
 /** How a receiver reads its secret sources: from the verification options, shared by every source of one options object. */
 export interface SourceSettings {
@@ -18,38 +23,17 @@ export interface SourceSettings {
   rereadMs: number
   /** A read still pending after this long counts as failed. */
   readTimeoutMs: number
-  /** Longest a pending state is honoured, from the read that first saw it. */
+  /** Longest a pending mark is honoured, from the read that first saw it. */
   maxPendingMs: number
+  /** Longest a mismatch is held while a change is pending, re-reading the source, before 503 `secret_pending`. */
+  holdMs: number
   now: () => number
   /** Where "a refresh failed, serving the cached secrets" goes; the receiver sets its own `log`. */
   log: ((line: string) => void) | undefined
 }
 
-/** Secrets read from a source: the cache they came from, and until when a change is pending (0: none). */
-export interface SourceSecretSet extends SecretSet {
-  source: SourceCache
-  pendingUntil: number
-  /** The secrets as read, to tell a changed state from the same one. */
-  secrets: readonly string[]
-}
-
 const noop = () => undefined
 const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms))
-
-/** Why a value read from a source cannot be used, never quoting it; undefined when it can. */
-export function stateProblem(state: unknown): string | undefined {
-  if (typeof state !== 'object' || state === null || Array.isArray(state)) return 'it is not an object { secrets: string[], pendingUntil?: number }'
-  const { secrets, pendingUntil } = state as { secrets?: unknown; pendingUntil?: unknown }
-  if (!Array.isArray(secrets)) return '`secrets` is not a list of strings'
-  for (const s of secrets) {
-    if (typeof s !== 'string' || s.length === 0) return '`secrets` holds an empty or non-string value'
-    if (s.trim() !== s) return 'a secret in `secrets` has leading or trailing whitespace'
-  }
-  if (pendingUntil != null && (typeof pendingUntil !== 'number' || !Number.isFinite(pendingUntil))) {
-    return '`pendingUntil` is not a number of milliseconds since the epoch'
-  }
-  return undefined
-}
 
 function unusable(problem: string): WebhookVerificationError {
   return new WebhookVerificationError(
@@ -76,20 +60,6 @@ function unreadable(cause: unknown, timedOut: boolean): WebhookVerificationError
   )
 }
 
-export const TIMED_OUT = Symbol('timed out')
-
-/** `value` within `ms`, or {@link TIMED_OUT}; the timer never outlives the answer. */
-export async function within<T>(value: Promise<T> | T, ms: number): Promise<T | typeof TIMED_OUT> {
-  if (!(value instanceof Promise) && typeof (value as { then?: unknown } | null)?.then !== 'function') return value as T
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const late = new Promise<typeof TIMED_OUT>((done) => (timer = setTimeout(() => done(TIMED_OUT), ms)))
-  try {
-    return await Promise.race([value, late])
-  } finally {
-    clearTimeout(timer)
-  }
-}
-
 /**
  * One source as a receiver sees it. `current()` is the request path: the cached secrets, or the
  * first read. `recheck()` is the mismatch path: the secrets of a read that started after the call.
@@ -98,7 +68,7 @@ export async function within<T>(value: Promise<T> | T, ms: number): Promise<T | 
  * const cache = new SourceCache(source, settings)
  * const secrets = await cache.current()
  */
-export class SourceCache {
+export class SourceCache implements SecretRecheck {
   /** The last good state, imported; undefined until a read succeeds. */
   private set: SourceSecretSet | undefined
   /** When the read that gave {@link set} started. */
@@ -110,8 +80,10 @@ export class SourceCache {
   private reading: Promise<SourceSecretSet> | undefined
   /** The re-read queued behind {@link reading} and the spacing, shared by every mismatch that waits for it. */
   private next: Promise<SourceSecretSet> | undefined
-  /** When the current run of pending states was first seen. */
-  private pendingSince: number | undefined
+  /** When this receiver first saw each pending mark (by id), on its own clock. */
+  private firstSeen = new Map<string, number>()
+  /** A state of the older form (`pendingUntil` alone): its value and when it was first seen. */
+  private legacySeen: { value: number; at: number } | undefined
   /** A failed refresh was logged and no read has succeeded since. */
   private failing = false
 
@@ -145,12 +117,22 @@ export class SourceCache {
     return next
   }
 
+  /** How long a pending mismatch is held in all (`pendingHoldMs`). */
+  get holdMs(): number {
+    return this.settings.holdMs
+  }
+
+  /** Whether a change is pending in `set`, on this receiver's clock: a mismatch against it is held, not refused. */
+  holding(set: SourceSecretSet): boolean {
+    return set.pendingUntil !== 0 && set.pendingUntil > this.settings.now()
+  }
+
   /** The refusal for a delivery that matched none of `set` either: 503 `secret_pending` while a change is pending, else `mismatch`. */
   refusal(set: SourceSecretSet, mismatch: unknown): unknown {
-    if (set.pendingUntil === 0 || set.pendingUntil <= this.settings.now()) return mismatch
+    if (!this.holding(set)) return mismatch
     return new WebhookVerificationError(
       'secret_pending',
-      'No signature matched the secrets the secret source holds, and it says a secret change is in progress (pendingUntil): ' +
+      'No signature matched the secrets the secret source holds, and it says a secret change is in progress (pending): ' +
         'answered 503 with Retry-After, so the sender retries once the new secret is stored. If this lasts, the rotation or ' +
         'registration stopped midway: run it again, or write the new secret to the source.',
     )
@@ -194,15 +176,12 @@ export class SourceCache {
     if (state === TIMED_OUT) throw this.failed(unreadable(undefined, true))
     const problem = stateProblem(state)
     if (problem !== undefined) throw this.failed(unusable(problem))
-    const { secrets, pendingUntil } = state as { secrets: readonly string[]; pendingUntil?: number | null }
+    const { secrets, pendingUntil, pending: marks } = state as SecretState & { pendingUntil?: number | null; pending?: readonly PendingMark[] | null }
     const at = this.settings.now()
-    let pending = 0
-    if (pendingUntil != null && pendingUntil > at) {
-      this.pendingSince ??= at
-      pending = Math.min(pendingUntil, this.pendingSince + this.settings.maxPendingMs)
-    } else this.pendingSince = undefined
+    let pending = this.pendingOf(marks ?? [], pendingUntil ?? undefined, at)
+    if (pending <= at) pending = 0
     if (secrets.length === 0 && pending <= at) {
-      throw this.failed(unusable('`secrets` is empty and no change is pending (`pendingUntil` absent, past, or held longer than maxPendingMs)'))
+      throw this.failed(unusable('`secrets` is empty and no change is pending'))
     }
     const previous = this.set
     let set: SourceSecretSet
@@ -220,6 +199,31 @@ export class SourceCache {
       this.say('svc-webhooks: the secret source answers again; its secrets are current.')
     }
     return set
+  }
+
+  /**
+   * Until when (on this clock) a mismatch is held for these marks: each mark for its own `forMs`
+   * (at most `maxPendingMs`) from the read that first saw its id. A new id starts a new window,
+   * so a mark seen before never shortens a later one; ids no longer in the source are forgotten.
+   * A state of the older form is timed by its `pendingUntil`, from when that value was first seen.
+   */
+  private pendingOf(marks: readonly PendingMark[], pendingUntil: number | undefined, at: number): number {
+    const { maxPendingMs } = this.settings
+    if (marks.length > 0 || pendingUntil === undefined) {
+      this.legacySeen = undefined
+      const seen = new Map<string, number>()
+      let until = 0
+      for (const mark of marks) {
+        const first = this.firstSeen.get(mark.id) ?? at
+        seen.set(mark.id, first)
+        until = Math.max(until, first + Math.min(mark.forMs, maxPendingMs))
+      }
+      this.firstSeen = seen
+      return until
+    }
+    this.firstSeen.clear()
+    if (this.legacySeen?.value !== pendingUntil) this.legacySeen = { value: pendingUntil, at }
+    return pendingUntil > at ? Math.min(pendingUntil, this.legacySeen.at + maxPendingMs) : 0
   }
 
   private failed(error: WebhookVerificationError): WebhookVerificationError {

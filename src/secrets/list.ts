@@ -1,0 +1,90 @@
+/**
+ * A list of secrets as the HMAC uses it: the value checked (never quoted), each key imported once,
+ * and the keys of a secret function's answers kept per list, so a tenant's deliveries do not pay
+ * for the import every time.
+ */
+import { importSecret, type SecretKey } from '#crypto'
+
+/** One secret, or several during a rotation. */
+export type Secrets = string | readonly string[]
+
+export const SECRET_PREFIX = 'svc_whsec_'
+
+/** What a set read from a secret source can do on a mismatch (src/secrets/cache.ts). */
+export interface SecretRecheck {
+  /** The secrets of a read that started after the call. */
+  recheck(): Promise<SourceSecretSet>
+  /** Whether a mismatch against `set` may be held (a change is pending). */
+  holding(set: SourceSecretSet): boolean
+  /** How long a pending mismatch is held in all, from the mismatch. */
+  readonly holdMs: number
+  /** The refusal for a delivery that matched none of `set`, and cannot be held any longer. */
+  refusal(set: SourceSecretSet, mismatch: unknown): unknown
+}
+
+/** Secrets imported for the HMAC. */
+export interface SecretSet {
+  count: number
+  keys: readonly SecretKey[]
+  /** True when a secret lacks the `svc_whsec_` prefix: a hint for the signature error. */
+  unprefixed: boolean
+  /** The cache the secrets were read through, when they come from a secret source. */
+  source?: SecretRecheck
+}
+
+/** Secrets read from a source: the cache they came from, and until when (on this receiver's clock) a change is pending (0: none). */
+export interface SourceSecretSet extends SecretSet {
+  source: SecretRecheck
+  pendingUntil: number
+  /** The secrets as read, to tell a changed state from the same one. */
+  secrets: readonly string[]
+}
+
+/**
+ * What is wrong with a secret value: `'none'` when there is none, a message when it is unusable,
+ * undefined when it is fine. Never quotes the value.
+ */
+export function secretProblem(secret: unknown): string | 'none' | undefined {
+  const list = typeof secret === 'string' ? [secret] : Array.isArray(secret) ? secret : undefined
+  if (list === undefined || list.length === 0 || (list.length === 1 && list[0] === '')) return 'none'
+  for (const s of list) {
+    if (typeof s !== 'string' || s.length === 0) return '`secret` holds an empty or non-string value. Is the environment variable set?'
+    if (s.trim() !== s) return '`secret` has leading or trailing whitespace (often a newline copied with it); remove it.'
+  }
+  return undefined
+}
+
+/** Imports checked secrets for the HMAC. */
+export function importSecrets(secret: Secrets): SecretSet {
+  const list: readonly string[] = typeof secret === 'string' ? [secret] : secret
+  return { count: list.length, keys: list.map(importSecret), unprefixed: list.some((s) => !s.startsWith(SECRET_PREFIX)) }
+}
+
+/** Imported keys by secret list, per receiver: importing costs more than an HMAC. */
+const LOOKUP_CACHE_SIZE = 1000
+
+/**
+ * The cache key of a list of secrets, one per list: a single secret is itself, unless it starts
+ * with `[`, which is how the JSON of a list starts (a secret may hold a newline, so joining the
+ * list with one would give one tenant's "a\nb" the keys of another's ["a", "b"]).
+ */
+function keyOf(secret: Secrets): string {
+  if (typeof secret === 'string') return secret.startsWith('[') ? JSON.stringify([secret]) : secret
+  return JSON.stringify(secret)
+}
+
+/**
+ * The imported set of `secret`, from `cache` (one per receiver) when it was imported before.
+ *
+ * @example
+ * const set = cachedSecrets(cache, ['svc_whsec_...'])
+ */
+export function cachedSecrets(cache: Map<string, SecretSet>, secret: Secrets): SecretSet {
+  const cacheKey = keyOf(secret)
+  let set = cache.get(cacheKey)
+  if (set) return set
+  set = importSecrets(secret)
+  if (cache.size >= LOOKUP_CACHE_SIZE) cache.delete(cache.keys().next().value!)
+  cache.set(cacheKey, set)
+  return set
+}
