@@ -233,6 +233,8 @@ export function openTelemetry(options: OpenTelemetryOptions = {}): WebhookTeleme
     const oldest = gauge('svc_webhooks.inbox.oldest_age', 'Age of the oldest waiting or processing delivery.', 's')
     const retrying = gauge('svc_webhooks.inbox.retrying', 'Deliveries whose handler failed and will be tried again.', '{delivery}')
     const dead = gauge('svc_webhooks.inbox.dead', 'Deliveries in the dead-letter list.', '{delivery}')
+    const paused = gauge('svc_webhooks.inbox.paused', 'Whether the workers of the inbox are paused (1) or not (0).', '1')
+    const rateLimit = gauge('svc_webhooks.inbox.rate_limit', 'Handler starts per second the workers of the inbox share, when limited.', '{delivery}/s')
     m.addBatchObservableCallback(
       async (result) => {
         // The SDK calls this before it reads its counters: the deliveries counted since the last
@@ -257,11 +259,13 @@ export function openTelemetry(options: OpenTelemetryOptions = {}): WebhookTeleme
               result.observe(oldest, figures.inbox.oldestAgeMs / 1000, attributes)
               result.observe(retrying, figures.inbox.retrying, attributes)
               result.observe(dead, figures.inbox.dead, attributes)
+              if (figures.inbox.paused !== undefined) result.observe(paused, figures.inbox.paused ? 1 : 0, attributes)
+              if (figures.inbox.rateLimitPerSecond !== undefined) result.observe(rateLimit, figures.inbox.rateLimitPerSecond, attributes)
             }
           }),
         )
       },
-      [streak, depth, oldest, retrying, dead],
+      [streak, depth, oldest, retrying, dead, paused, rateLimit],
     )
     return instruments
   }

@@ -35,6 +35,11 @@ export interface VerifiedDelivery<E = WebhookEvent> extends VerifiedSignature {
    * `fetch` and database calls so an abandoned run stops too. Absent in the request path.
    */
   signal?: AbortSignal
+  /**
+   * Given by an inbox worker with `ordering`: true when a delivery of the same key with a later
+   * `created_at` was already processed (this one arrived or succeeded late). It still runs.
+   */
+  late?: boolean
 }
 
 /** What is known once the headers passed: everything the HMAC loop and the answer need. */

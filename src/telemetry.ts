@@ -50,8 +50,11 @@ export interface ProcessStart {
 export interface TelemetryGauges {
   /** Failing answers in a row (the receiver). */
   consecutiveFailures?: number
-  /** The inbox's figures. */
-  inbox?: { depth: number; oldestAgeMs: number; retrying: number; dead: number }
+  /**
+   * The inbox's figures; `paused` and `rateLimitPerSecond` (flow control, DESIGN.md "Flow
+   * control") where the engine keeps them.
+   */
+  inbox?: { depth: number; oldestAgeMs: number; retrying: number; dead: number; paused?: boolean; rateLimitPerSecond?: number }
 }
 
 /**

@@ -76,6 +76,12 @@ export interface InboxStats {
   retrying: number
   /** Deliveries in the dead-letter list. */
   dead: number
+  /** Whether the workers are paused (`worker.pause()`), on engines that keep a pause flag. */
+  paused?: boolean
+  /** Who paused, as given to `pause(by)`. */
+  pausedBy?: string
+  /** The rate limit the workers last asked for (`rateLimit.perSecond`), shared by all of them. */
+  rateLimitPerSecond?: number
 }
 
 /** What an append found. */

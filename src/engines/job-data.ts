@@ -4,6 +4,7 @@
  * processing policy their processors hand to {@link processDelivery}, and the option checks.
  * Each engine file only says how its queue stores a job and how its worker acks one.
  */
+import { refuseOrdering } from '../inbox/ordering-refused.js'
 import { fromBase64, toBase64 } from '../base64.js'
 import type { WebhookHandler, WebhookHandlers } from '../contracts/handler.js'
 import { DEFAULT_RETENTION_MS, isIdempotencyStore, type IdempotencyStore } from '../contracts/store.js'
@@ -109,6 +110,12 @@ export interface EngineProcessorOptions {
   /** Handlers by event type, called as `handler(event, delivery)`, as in the receiver; `delivery.signal` is aborted past the deadline or when the engine takes the job back. */
   on: WebhookHandlers
   /**
+   * Not available: neither BullMQ without Pro groups nor pg-boss can run one conversation's
+   * deliveries one at a time in `message.created_at` order, so asking is a TypeError that says
+   * why (use RedisInbox or PostgresInbox with `createInboxWorker({ ordering })`).
+   */
+  ordering?: never
+  /**
    * Guards each delivery id with claim → run → complete, so a job the engine hands out again
    * after its handler succeeded (a worker killed before the ack reached the engine, a lock or
    * an expiry lost while the handler ran) does not run the handler a second time. Without it a
@@ -158,6 +165,7 @@ export interface EngineProcessorOptions {
 export function enginePolicy(engine: string, options: EngineProcessorOptions, timing: { handlerTimeoutMs: number; claimMs: number; firstRetryDelayMs: number; maxRetryDelayMs: number }): ProcessPolicy {
   const { on, store, retentionMs = DEFAULT_RETENTION_MS, onResult, now = Date.now } = options
   if (typeof on !== 'object' || on === null) throw new TypeError(`svc-webhooks: the ${engine} processor needs \`on\`, the handlers by event type.`)
+  refuseOrdering(engine === 'BullMQ' ? 'BullMQ' : 'pg-boss', (options as { ordering?: unknown }).ordering)
   if (store !== undefined && !isIdempotencyStore(store)) throw new TypeError(`svc-webhooks: the ${engine} processor's \`store\` must be an IdempotencyStore (RedisStore, PostgresStore).`)
   positiveOption(retentionMs, `${engine} processor retentionMs`)
   const lines = lineSink(options.log, `${engine} processor`, now)

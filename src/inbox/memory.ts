@@ -15,6 +15,12 @@ import {
   type WebhookInbox,
 } from '../contracts/inbox.js'
 import { DEFAULT_RETENTION_MS } from '../contracts/store.js'
+import type { Admission, FlowEngine, OrderedEntry, OrderedTake, OrderingEngine, PauseState, Placement } from '../contracts/ordering.js'
+import { TokenBucket } from './token-bucket.js'
+import { flowStats } from './flow-stats.js'
+
+/** Unplaced deliveries handed out to be placed per ordered take. */
+const PLACE_BATCH = 200
 
 interface Held {
   delivery: InboxDelivery
@@ -25,6 +31,17 @@ interface Held {
   dueAt: number
   lease?: string
   leaseUntil: number
+  /** Placed under a key (ordering): the key, its order text, and whether a failure holds the key. */
+  placed?: { key: string; order: string; strict: boolean }
+  /** Leased to be placed, not to run. */
+  placing?: boolean
+}
+
+/** A key's deliveries in run order, who runs its head, and the highest order completed. */
+interface KeyState {
+  members: Held[]
+  holder?: { held: Held; lease: string }
+  last?: string
 }
 
 /**
@@ -35,7 +52,7 @@ interface Held {
  * app.post('/webhooks/svc', webhooks({ secret, inbox }))
  * createInboxWorker({ inbox, on: { 'message.received': save } }).start()
  */
-export class MemoryInbox implements WebhookInbox {
+export class MemoryInbox implements WebhookInbox, OrderingEngine, FlowEngine {
   private readonly retentionMs: number
   private readonly now: () => number
   /** Keys accepted (expiry Infinity until processed) or processed (expiry set). */
@@ -46,6 +63,9 @@ export class MemoryInbox implements WebhookInbox {
   private readonly acks = new Map<string, { lease: string; ack: 'complete' | 'retry' | 'bury' }>()
   private leases = 0
   private completions = 0
+  private readonly ordered = new Map<string, KeyState>()
+  private pause: PauseState = { paused: false, version: 0 }
+  private readonly bucket = new TokenBucket()
 
   constructor({ retentionMs = DEFAULT_RETENTION_MS, now = Date.now }: InboxOptions = {}) {
     if (!(retentionMs > 0)) throw new TypeError('svc-webhooks: MemoryInbox `retentionMs` must be a positive number.')
@@ -70,7 +90,8 @@ export class MemoryInbox implements WebhookInbox {
     const taken: InboxEntry[] = []
     for (const held of this.entries.values()) {
       if (taken.length >= max) break
-      if (held.dueAt > now || held.leaseUntil > now) continue
+      if (held.dueAt > now || held.leaseUntil > now || held.placed) continue
+      held.placing = false
       held.lease = `m${++this.leases}`
       held.leaseUntil = now + visibilityMs
       held.takes++
@@ -95,6 +116,10 @@ export class MemoryInbox implements WebhookInbox {
     if (!held) return this.repeated(entry, 'complete')
     this.acks.set(entry.keys[0]!, { lease: entry.lease, ack: 'complete' })
     this.entries.delete(entry.keys[0]!)
+    if (held.placed) {
+      const state = this.ordered.get(held.placed.key)
+      if (state && (state.last === undefined || held.placed.order > state.last)) state.last = held.placed.order
+    }
     const expiresAt = this.now() + this.retentionMs
     for (const key of held.delivery.keys) this.keys.set(key, expiresAt)
     this.prune()
@@ -153,6 +178,85 @@ export class MemoryInbox implements WebhookInbox {
     return true
   }
 
+  async takeOrdered(max: number, visibilityMs: number, { placeLeaseMs, poke: _poke }: { placeLeaseMs: number; poke: readonly string[] }): Promise<OrderedTake> {
+    const now = this.now()
+    const place: InboxEntry[] = []
+    let busy = false
+    for (const held of this.entries.values()) {
+      if (held.placed) continue
+      if (held.placing && held.leaseUntil > now) busy = true
+      if (held.dueAt > now || held.leaseUntil > now || place.length >= PLACE_BATCH) continue
+      held.lease = `m${++this.leases}`
+      held.leaseUntil = now + placeLeaseMs
+      held.placing = true
+      place.push(this.entryOf(held))
+    }
+    if (place.length > 0 || busy) return { place, run: [], busy: place.length === 0 }
+    const run: OrderedEntry[] = []
+    for (const [key, state] of this.ordered) {
+      if (run.length >= max) break
+      const holder = state.holder
+      if (holder && holder.held.lease === holder.lease && holder.held.leaseUntil > now && this.entries.get(holder.held.delivery.keys[0]!) === holder.held) continue
+      // Deliveries completed, buried or requeued (placed again) since leave the key.
+      state.members = state.members.filter((held) => this.entries.get(held.delivery.keys[0]!) === held && held.placed?.key === key)
+      if (state.members.length === 0) {
+        if (state.last === undefined) this.ordered.delete(key)
+        continue
+      }
+      const head = state.members.find((held) => held.dueAt <= now && held.leaseUntil <= now)
+      // Strict: the first in order holds the key until it is due (or gone); otherwise the first due.
+      if (head === undefined || (head !== state.members[0] && state.members[0]!.placed!.strict)) continue
+      head.lease = `m${++this.leases}`
+      head.leaseUntil = now + visibilityMs
+      head.takes++
+      state.holder = { held: head, lease: head.lease }
+      run.push({ ...this.entryOf(head), orderKey: key, late: state.last !== undefined && head.placed!.order < state.last })
+    }
+    return { place: [], run, busy: false }
+  }
+
+  async place(placements: readonly Placement[]): Promise<boolean[]> {
+    const now = this.now()
+    return placements.map(({ entry, key, order, strict }) => {
+      const held = this.entries.get(entry.keys[0]!)
+      if (!held || !held.placing || held.lease !== entry.lease || held.leaseUntil <= now) return false
+      held.placing = false
+      held.lease = undefined
+      held.leaseUntil = 0
+      held.placed = { key, order, strict }
+      let state = this.ordered.get(key)
+      if (!state) this.ordered.set(key, (state = { members: [] }))
+      const at = state.members.findIndex((other) => other.placed !== undefined && other.placed.order > order)
+      state.members.splice(at === -1 ? state.members.length : at, 0, held)
+      return true
+    })
+  }
+
+  async admit(want: number, rate?: { perSecond: number; burst: number }): Promise<Admission> {
+    const pause = { ...this.pause }
+    if (pause.paused) return { granted: 0, waitMs: 0, pause }
+    if (!rate) return { granted: want, waitMs: 0, pause }
+    return { ...this.bucket.take(want, rate.perSecond, rate.burst, this.now()), pause }
+  }
+
+  async refund(tokens: number, rate: { perSecond: number; burst: number }): Promise<void> {
+    this.bucket.refund(tokens, rate.burst)
+  }
+
+  async setPause(paused: boolean, by?: string, expected?: number): Promise<PauseState | undefined> {
+    if (expected !== undefined && expected !== this.pause.version) return undefined
+    this.pause = paused ? { paused, ...(by !== undefined && { by }), since: this.now(), version: this.pause.version + 1 } : { paused, version: this.pause.version + 1 }
+    return { ...this.pause }
+  }
+
+  async flow(): Promise<{ pause: PauseState; perSecond?: number }> {
+    return { pause: { ...this.pause }, ...(this.bucket.perSecond !== undefined && { perSecond: this.bucket.perSecond }) }
+  }
+
+  private entryOf(held: Held): InboxEntry {
+    return { ...held.delivery, attempts: held.attempts, takes: held.takes, retriesSince: held.retriesSince, lease: held.lease!, ...(held.lastError !== undefined ? { lastError: held.lastError } : {}) }
+  }
+
   async stats(): Promise<InboxStats> {
     const now = this.now()
     let oldest = now
@@ -161,7 +265,7 @@ export class MemoryInbox implements WebhookInbox {
       if (held.delivery.receivedAt < oldest) oldest = held.delivery.receivedAt
       if (held.attempts > 0) retrying++
     }
-    return { depth: this.entries.size, oldestAgeMs: now - oldest, retrying, dead: this.buried.size }
+    return { depth: this.entries.size, oldestAgeMs: now - oldest, retrying, dead: this.buried.size, ...flowStats(await this.flow()) }
   }
 
   /** Forgets processed keys past their retention: a full scan once every 1000 completions. */

@@ -4,6 +4,7 @@
  * Every clock reading is the database's `now()`.
  */
 import { quoteTable } from '../clients/postgres.js'
+import { createOrderingSql, flowColumns, sweepOrderCte } from './postgres-order-sql.js'
 
 export const DEFAULT_TABLE = 'svc_webhooks_inbox'
 /** Room for the longest derived name, `<table>_keys_processed`, within Postgres's 63 bytes. */
@@ -15,6 +16,8 @@ export interface Names {
   keys: string
   /** The unqualified table name, for index names (an index lives in its table's schema). */
   base: string
+  /** The table name as given (schema-qualified or not). */
+  table: string
 }
 
 /**
@@ -31,7 +34,7 @@ export function names(table: unknown): Names {
     // Postgres would silently cut `<table>_keys` to 63 bytes, and it could become `<table>` itself.
     throw new TypeError(`svc-webhooks: PostgresInbox \`table\` must be at most ${MAX_TABLE_NAME} characters (after the schema), so that \`<table>_keys\` and its index names fit Postgres's 63.`)
   }
-  return { deliveries, keys: quoteTable(`${table as string}_keys`, 'PostgresInbox'), base }
+  return { deliveries, keys: quoteTable(`${table as string}_keys`, 'PostgresInbox'), base, table: table as string }
 }
 
 /**
@@ -98,7 +101,8 @@ CREATE TABLE IF NOT EXISTS ${k} (
   completed_by text
 );
 ${upgrade(k, 'completed_by', 'ADD COLUMN IF NOT EXISTS completed_by text')}
-CREATE INDEX IF NOT EXISTS "${base}_keys_processed" ON ${k} (processed_until) WHERE processed_until IS NOT NULL;`
+CREATE INDEX IF NOT EXISTS "${base}_keys_processed" ON ${k} (processed_until) WHERE processed_until IS NOT NULL;
+${createOrderingSql(table)}`
 }
 
 /** The columns a taken entry or a dead letter is read with, from the deliveries table as `alias`. */
@@ -139,7 +143,7 @@ export type Statements = Record<
  * const sql = statements(names('svc_webhooks_inbox'))
  * await pool.query(sql.take, [10, 60_000])
  */
-export function statements({ deliveries: d, keys: k }: Names): Statements {
+export function statements({ deliveries: d, keys: k, table }: Names): Statements {
   // $1 is the primary key and $2 the lease in every statement that uses it.
   const held = `lease = $2 AND state = 'queued' AND visible_at > now()`
   return {
@@ -232,12 +236,15 @@ SELECT EXISTS (SELECT 1 FROM gone) AS done`,
   (SELECT count(*) FROM ${d} WHERE state = 'queued')::int AS depth,
   COALESCE((SELECT GREATEST(0, extract(epoch FROM now() - min(received_at)) * 1000) FROM ${d} WHERE state = 'queued'), 0)::float8 AS oldest_age_ms,
   (SELECT count(*) FROM ${d} WHERE state = 'queued' AND attempts > 0)::int AS retrying,
-  (SELECT count(*) FROM ${d} WHERE state = 'dead')::int AS dead`,
+  (SELECT count(*) FROM ${d} WHERE state = 'dead')::int AS dead,
+  ${flowColumns(table)}`,
     // The outer test is not redundant: a DELETE that waited on a key an append has just taken
     // over re-checks only its own WHERE on the newest row version (READ COMMITTED), where
     // processed_until is null; the sub-select alone, read from the older snapshot, would
     // delete the new delivery's key.
-    sweep: `WITH gone AS (
+    // $2 the retention: ordering's per-key records idle that long go in the same statement.
+    sweep: `WITH ${sweepOrderCte(table)},
+gone AS (
   DELETE FROM ${k} WHERE key IN (SELECT key FROM ${k} WHERE processed_until < now() LIMIT $1) AND processed_until < now() RETURNING 1
 )
 SELECT count(*)::int AS n FROM gone`,

@@ -262,7 +262,7 @@ export async function processDelivery(job: Job, policy: ProcessPolicy): Promise<
       const follow = () => controller.abort(outside?.reason)
       outside?.addEventListener('abort', follow, { once: true })
       const { id, timestamp, signatureVersion, secretIndex, rawBody } = delivery
-      const verified: VerifiedDelivery<unknown> = { id, timestamp, signatureVersion, secretIndex, rawBody, event, signal: controller.signal }
+      const verified: VerifiedDelivery<unknown> = { id, timestamp, signatureVersion, secretIndex, rawBody, event, signal: controller.signal, ...((delivery as { late?: boolean }).late === true && { late: true }) }
       const settled = await runWithDeadline(handler, event, verified, controller, policy.handlerTimeoutMs, scope)
       outside?.removeEventListener('abort', follow)
       // Past its deadline the handler may still be doing its work: the store claim stays held

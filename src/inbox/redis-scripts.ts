@@ -183,14 +183,19 @@ end
 redis.call('DEL', e)
 return 1`
 
-// ARGV: prefix. Replies depth, oldest age (ms, by the server clock), retrying, dead.
+// ARGV: prefix. Replies depth, oldest age (ms, by the server clock), retrying, dead, and the
+// flow state (paused, by, perSecond: redis-order-scripts.ts).
 export const STATS = `${PRELUDE}
 local now = clock()
 local oldest = redis.call('ZRANGE', P .. 'recv', 0, 0, 'WITHSCORES')
 local age = 0
 if oldest[2] then age = math.max(0, now - tonumber(oldest[2])) end
-return { redis.call('ZCARD', KEYS[1]), age, redis.call('SCARD', P .. 'retrying'), redis.call('ZCARD', P .. 'dead') }`
+return { redis.call('ZCARD', KEYS[1]), age, redis.call('SCARD', P .. 'retrying'), redis.call('ZCARD', P .. 'dead'),
+  redis.call('HMGET', P .. 'flow', 'paused', 'by', 'perSecond') }`
 
 // ARGV: prefix. INFO works inside a script where CONFIG GET does not ("not allowed from script"):
 // replies the persistence and memory sections.
 export const SETTINGS = `return { redis.call('INFO', 'persistence'), redis.call('INFO', 'memory') }`
+
+// The ordering scripts (redis-order-scripts.ts) build on the same prelude and fields.
+export { PRELUDE as PRELUDE_TEXT, FIELDS as FIELDS_TEXT }

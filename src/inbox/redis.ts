@@ -63,6 +63,9 @@ import { inboxDeadline, unchecked } from '../clients/deadline.js'
 import { isRedisCluster, requireHashTag } from '../clients/redis-keys.js'
 import { DEFAULT_PREFIX, LEGACY_PREFIX, legacyWarnings } from './redis-move.js'
 import { APPEND, BURY, COMPLETE, DEAD, EXTEND, EXTRA, PURGE, RELEASE, REQUEUE, RETRY, SETTINGS, STATS, TAKE } from './redis-scripts.js'
+import type { Admission, FlowEngine, OrderedTake, OrderingEngine, PauseState, Placement } from '../contracts/ordering.js'
+import { RedisOrder } from './redis-order.js'
+import { flowStats } from './flow-stats.js'
 
 /** Options of {@link RedisInbox}. */
 export interface RedisInboxOptions {
@@ -193,12 +196,23 @@ function infoField(info: unknown, field: string): string | undefined {
  * app.post('/webhooks/svc', webhooks({ secret, inbox }))
  * createInboxWorker({ inbox, on: { 'message.received': save } }).start()
  */
-export class RedisInbox implements WebhookInbox {
+export class RedisInbox implements WebhookInbox, OrderingEngine, FlowEngine {
   readonly prefix: string
   readonly retentionMs: number
   readonly timeoutMs: number
   private readonly run: Run
   private readonly due: string
+  /** Ordering and flow control (src/inbox/redis-order.ts), over this inbox's script runner. */
+  private readonly order = new RedisOrder(
+    (what, script, args, onLate) => this.call(what, script, args, onLate),
+    (row) => {
+      const read = readRow(row)
+      if (read === undefined) return undefined
+      const [lease] = this.leaseOf(row)
+      return { ...read.delivery, attempts: read.attempts, takes: read.takes, retriesSince: read.retriesSince, lease, ...(read.lastError !== undefined ? { lastError: read.lastError } : {}) }
+    },
+    () => this.retentionMs,
+  )
 
   private readonly client: unknown
 
@@ -357,7 +371,30 @@ export class RedisInbox implements WebhookInbox {
   }
 
   async stats(): Promise<InboxStats> {
-    const [depth, oldestAgeMs, retrying, dead] = rows(await this.call('stats', STATS, [])).map((value) => Number(value))
-    return { depth: depth ?? 0, oldestAgeMs: oldestAgeMs ?? 0, retrying: retrying ?? 0, dead: dead ?? 0 }
+    const reply = rows(await this.call('stats', STATS, []))
+    const [depth, oldestAgeMs, retrying, dead] = reply.slice(0, 4).map((value) => Number(value))
+    const [paused, by, perSecond] = rows(reply[4]).map((value) => (present(value) ? text(value) : ''))
+    const flow = { pause: { paused: paused === '1', version: 0, ...(by ? { by } : {}) }, ...(perSecond ? { perSecond: Number(perSecond) } : {}) }
+    return { depth: depth ?? 0, oldestAgeMs: oldestAgeMs ?? 0, retrying: retrying ?? 0, dead: dead ?? 0, ...flowStats(flow) }
+  }
+
+  // Order within a conversation and flow control (src/contracts/ordering.ts), kept in redis-order.ts.
+  takeOrdered(max: number, visibilityMs: number, options: { placeLeaseMs: number; poke: readonly string[] }): Promise<OrderedTake> {
+    return this.order.takeOrdered(max, visibilityMs, options)
+  }
+  place(placements: readonly Placement[]): Promise<boolean[]> {
+    return this.order.place(placements)
+  }
+  admit(want: number, rate?: { perSecond: number; burst: number }): Promise<Admission> {
+    return this.order.admit(want, rate)
+  }
+  refund(tokens: number, rate: { perSecond: number; burst: number }): Promise<void> {
+    return this.order.refund(tokens, rate)
+  }
+  setPause(paused: boolean, by?: string, expected?: number): Promise<PauseState | undefined> {
+    return this.order.setPause(paused, by, expected)
+  }
+  flow(): Promise<{ pause: PauseState; perSecond?: number }> {
+    return this.order.flow()
   }
 }

@@ -27,6 +27,9 @@ import { isInboxError, type InboxEntry, type WebhookInbox } from '../contracts/i
 import { processDelivery, type InboxWorkerResult, type ProcessPolicy } from './process.js'
 import { errorLabel, printable } from '../log-window.js'
 import type { EndpointWatch, EndpointWatcher, EndpointWatchView } from '../contracts/watch.js'
+import type { OrderingEngine } from '../contracts/ordering.js'
+import { OrderedTaker, resolveOrdering, type OrderingOption } from './ordering.js'
+import { FlowGate, resolveRate, type RateLimit } from './flow.js'
 
 export { retryDelay, type InboxWorkerResult } from './process.js'
 
@@ -131,6 +134,24 @@ export interface InboxWorkerOptions {
    * @default none (no call to the service)
    */
   watch?: EndpointWatcher
+  /**
+   * Order within a conversation (DESIGN.md "Order within a conversation"): a key function of the
+   * event (`byConversation`), or `{ key, strict }`. Deliveries with the same key run one at a
+   * time in `message.created_at` order (then the time received), across every worker on the
+   * inbox; different keys run concurrently up to `concurrency`. A failing delivery holds the later
+   * ones of its key until it succeeds or is dead-lettered (`strict: false` lets them pass). One
+   * older than a delivery of its key already processed still runs, with `delivery.late === true`.
+   * Every worker on one inbox must use the same ordering. Needs MemoryInbox, RedisInbox or
+   * PostgresInbox: any other inbox is a TypeError here.
+   * @default none (take order, up to `concurrency` at once)
+   */
+  ordering?: OrderingOption
+  /**
+   * Handler starts per second, shared by every worker on the same inbox (a token bucket kept in
+   * the engine): protects a downstream quota. Needs MemoryInbox, RedisInbox or PostgresInbox.
+   * @default none
+   */
+  rateLimit?: RateLimit
 }
 
 /** A running worker. */
@@ -149,6 +170,14 @@ export interface InboxWorker {
   readonly active: number
   /** The service's view of the endpoint while the worker runs with `watch`. */
   readonly endpoint: EndpointWatchView | undefined
+  /**
+   * Pauses every worker on this inbox (the flag is kept in the engine): no delivery starts until
+   * `resume()`; those running finish; receivers keep answering 202. `by` (who paused) is logged
+   * once by each worker and shown in `inbox.stats()`.
+   */
+  pause(by?: string): Promise<void>
+  /** Lets every worker on this inbox start deliveries again. */
+  resume(): Promise<void>
 }
 
 const DEFAULTS = {
@@ -168,10 +197,22 @@ const ACK_LAST_TRY_MS = 20
 /** The longest pause between takes while the inbox does not answer. */
 const MAX_TAKE_PAUSE_MS = 30_000
 
+/** How long a delivery handed out to be placed stays leased to its placer. */
+const PLACE_LEASE_MS = 5_000
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
 const yieldToEventLoop = (): Promise<void> =>
   new Promise((resolve) => ((globalThis as { setImmediate?: (f: () => void) => void }).setImmediate ?? setTimeout)(resolve))
+
+/** Handlers for every event type that fail with `error` (a key function that failed for this delivery). */
+function failingHandlers(error: Error): Record<string, WebhookHandler<unknown> | undefined> {
+  const fail: WebhookHandler<unknown> = () => {
+    throw error
+  }
+  const descriptor = { value: fail, writable: false, enumerable: true, configurable: true }
+  return new Proxy({}, { get: () => fail, getOwnPropertyDescriptor: () => descriptor, has: () => true })
+}
 
 /** Hand-outs of `entry` before this one that ended with no recorded result. */
 function stalledTakes(entry: InboxEntry): number {
@@ -326,6 +367,10 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
   /** Every line of the worker goes out here, and only here. */
   const lines = lineSink(options.log, 'inbox worker', now)
   const inboxError = (error: unknown): void => callHook(onError, error)
+  const ordering = resolveOrdering(options.ordering, inbox)
+  const flow = new FlowGate(inbox, resolveRate(options.rateLimit, inbox), lines.once)
+  // A worker that dies while placing holds up every key's heads for this long: kept short.
+  const taker = ordering && new OrderedTaker(inbox as unknown as OrderingEngine, ordering, Math.min(PLACE_LEASE_MS, settings.visibilityTimeoutMs))
 
   const policy: ProcessPolicy = {
     handlers: on as Record<string, WebhookHandler<unknown> | undefined>,
@@ -354,6 +399,8 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
   const active = new Set<Promise<void>>()
   const leases = new Set<Lease>()
   const gate = new SuspectGate()
+  /** Ordered heads whose key function fails: their run is that failure. */
+  const keyErrors = new WeakMap<InboxEntry, Error>()
 
   function pause(ms: number): Promise<void> {
     return new Promise((resolve) => {
@@ -384,6 +431,9 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
       bury: (error: string) => lease.ack(() => inbox.bury(entry, error)),
     }
     const job = { delivery: entry, attempts: entry.attempts + 1, stalled, retriesSince: entry.retriesSince ?? entry.receivedAt, owner: entry.lease, acks, abort: lease.controller.signal }
+    const keyError = keyErrors.get(entry)
+    // A key function that fails is this delivery's failure, through the one processing path.
+    const jobPolicy = keyError ? { ...policy, handlers: failingHandlers(keyError) } : policy
     const task: Promise<void> = (async () => {
       const admitted = await gate.enter(solo)
       // stop() came while this entry waited its turn: it was taken but never started, so it is
@@ -395,7 +445,7 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
         return handBack(entry)
       }
       try {
-        await processDelivery(job, policy)
+        await processDelivery(job, jobPolicy)
       } finally {
         gate.leave(solo)
       }
@@ -405,6 +455,11 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
         lease.end()
         leases.delete(lease)
         active.delete(task)
+        // Its key may have a next head now: the next take looks at it at once.
+        if (taker) {
+          taker.finished(entry)
+          wake?.()
+        }
       })
     active.add(task)
   }
@@ -445,6 +500,33 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
     return { start: [...entries.filter((entry) => !runsAlone(entry)), suspects[0]!], back: suspects.slice(1) }
   }
 
+  /**
+   * A take through the flow gate (the pause flag, the shared rate) and, with `ordering`, the
+   * ordered take; `waitMs` says when to ask again when it brings nothing.
+   */
+  async function takeSome(want: number): Promise<{ entries: InboxEntry[]; waitMs?: number }> {
+    const { granted, waitMs } = await flow.admit(want)
+    if (granted <= 0) return { entries: [], waitMs }
+    let entries: InboxEntry[]
+    let wait: number | undefined
+    try {
+      if (taker) {
+        const taken = await taker.take(granted, settings.visibilityTimeoutMs)
+        entries = taken.run.map(({ entry, keyError }) => (keyError && keyErrors.set(entry, keyError), entry))
+        wait = taken.waitMs
+      } else entries = await inbox.take(granted, settings.visibilityTimeoutMs)
+    } catch (error) {
+      await flow.refund(granted)
+      throw error
+    }
+    await flow.refund(granted - entries.length)
+    if (entries.length > 0 && !(await flow.open().catch(() => true))) {
+      await Promise.all(entries.map(handBack))
+      return { entries: [], waitMs: 0 }
+    }
+    return { entries, ...(wait !== undefined && { waitMs: wait }) }
+  }
+
   async function run(): Promise<void> {
     let wait = settings.pollIntervalMs
     let failedTakes = 0
@@ -460,9 +542,10 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
         continue
       }
       let entries: InboxEntry[]
+      let waitMs: number | undefined
       const askedAt = now()
       try {
-        entries = await inbox.take(cautious ? 1 : free, settings.visibilityTimeoutMs)
+        ;({ entries, waitMs } = await takeSome(cautious ? 1 : free))
       } catch (error) {
         inboxError(error)
         // One line when the inbox stops answering and one when it is back, not one per poll.
@@ -492,7 +575,7 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
       const { start, back } = split(entries)
       for (const entry of start) begin(entry, askedAt)
       if (back.length > 0) await Promise.all(back.map(giveBack))
-      if (entries.length === 0) await pause(settings.pollIntervalMs)
+      if (entries.length === 0) await pause(waitMs ?? settings.pollIntervalMs)
       // An inbox that answers without I/O (in memory) must not starve timers and sockets.
       else await yieldToEventLoop()
     }
@@ -543,6 +626,12 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
     },
     get endpoint() {
       return watching?.view()
+    },
+    async pause(by?: string) {
+      await flow.set(true, by)
+    },
+    async resume() {
+      await flow.set(false)
     },
   }
 }

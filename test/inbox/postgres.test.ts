@@ -193,7 +193,7 @@ describeWithPostgres('PostgresInbox', () => {
       expect([...successes.values()].every((n) => n === 1)).toBe(true)
       expect([...successes.keys()].sort()).toEqual([...ids].sort())
       expect(outcomes).toEqual({ processed: 200, retrying: 20 })
-      expect(await inboxes[0]!.stats()).toEqual({ depth: 0, oldestAgeMs: 0, retrying: 0, dead: 0 })
+      expect(await inboxes[0]!.stats()).toEqual({ depth: 0, oldestAgeMs: 0, retrying: 0, dead: 0, paused: false })
       const again = await receivers[0]!.handle({ method: 'POST', body: signed[0]!.rawBody, headers: signed[0]!.headers })
       expect(again.status).toBe(200)
     } finally {

@@ -249,7 +249,7 @@ describeWithRedis('RedisInbox', () => {
         await Promise.all(workers.map((worker) => worker.stop()))
         expect([...runs.keys()].sort()).toEqual([...ids].sort())
         expect([...runs.values()].every((count) => count === 1)).toBe(true)
-        expect(await inbox.stats()).toEqual({ depth: 0, oldestAgeMs: 0, retrying: 0, dead: 0 })
+        expect(await inbox.stats()).toEqual({ depth: 0, oldestAgeMs: 0, retrying: 0, dead: 0, paused: false })
       })
     })
 

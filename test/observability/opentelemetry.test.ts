@@ -226,7 +226,7 @@ describe('openTelemetry() on the receiver', () => {
     exporter.reset()
   })
 
-  it('inbox gauges: depth, oldest age, retrying and dead from the receiver’s inbox', async () => {
+  it('inbox gauges: depth, oldest age, retrying, dead, paused and the rate limit from the receiver’s inbox', async () => {
     const inbox = new MemoryInbox()
     const { receiver, reader } = setup({ inbox, on: undefined })
     for (let i = 0; i < 2; i++) {
@@ -236,6 +236,13 @@ describe('openTelemetry() on the receiver', () => {
     const resource = await collect(reader)
     expect(metric(resource, 'svc_webhooks.inbox.depth')!.dataPoints.map((p) => p.value)).toEqual([2])
     expect(metric(resource, 'svc_webhooks.inbox.dead')!.dataPoints.map((p) => p.value)).toEqual([0])
+    // Flow control: paused (0 or 1) from the engine's flag, the shared rate once a worker set one.
+    expect(metric(resource, 'svc_webhooks.inbox.paused')!.dataPoints.map((p) => p.value)).toEqual([0])
+    await inbox.admit(1, { perSecond: 25, burst: 3 })
+    await inbox.setPause(true, 'ops')
+    const paused = await collect(reader)
+    expect(metric(paused, 'svc_webhooks.inbox.paused')!.dataPoints.map((p) => p.value)).toEqual([1])
+    expect(metric(paused, 'svc_webhooks.inbox.rate_limit')!.dataPoints.map((p) => p.value)).toEqual([25])
     const span = exporter.getFinishedSpans()[0]!
     expect(span.attributes['svc_webhooks.outcome']).toBe('accepted')
     expect(span.attributes['http.response.status_code']).toBe(202)

@@ -34,7 +34,7 @@ const LAYERS: readonly (readonly [name: string, members: readonly string[]])[] =
   // The request path. Nothing but the entries imports it: handlers and contracts live below.
   ['receiver', ['receiver.ts', 'verify-only.ts']],
   // Engines that need a client: Redis, Postgres, BullMQ, pg-boss.
-  ['engines', ['stores/', 'inbox/redis.ts', 'inbox/redis-scripts.ts', 'inbox/postgres.ts', 'inbox/postgres-sql.ts', 'engines/']],
+  ['engines', ['stores/', 'inbox/redis.ts', 'inbox/redis-scripts.ts', 'inbox/redis-order.ts', 'inbox/redis-order-scripts.ts', 'inbox/postgres.ts', 'inbox/postgres-sql.ts', 'inbox/postgres-order.ts', 'inbox/postgres-order-sql.ts', 'engines/']],
   // The service's API: client, endpoint watch, rotation, emulator.
   ['service', ['service/']],
   // What package.json exports: thin entry files, and the CLI.

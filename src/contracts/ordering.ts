@@ -1,0 +1,107 @@
+/**
+ * What an engine offers for order within a conversation and for flow control (DESIGN.md "Order
+ * within a conversation", "Flow control"), beside the {@link WebhookInbox} contract. The worker
+ * holds the policy (the key function, strictness, the rate); the engine holds the state every
+ * worker process shares: which deliveries are placed under which key, who runs a key's head,
+ * the pause flag and the token bucket.
+ *
+ * How an ordered take works, on every engine:
+ * 1. A delivery arrives unplaced (the receiver does not know the key function). A take first
+ *    hands out due unplaced deliveries to be *placed*, under a short lease: the worker computes
+ *    each one's key and order and calls {@link OrderingEngine.place}.
+ * 2. While any delivery is due unplaced or being placed, no head is handed out: the head of a key
+ *    is then the oldest of every delivery present, not only of those placed so far.
+ * 3. Otherwise it leases the head of keys nobody runs: the lowest order among the key's
+ *    deliveries that is due (strict: the lowest, due or not; a retrying head holds its key).
+ */
+import type { InboxEntry } from './inbox.js'
+
+/** A taken delivery with what ordering knows of it. */
+export interface OrderedEntry extends InboxEntry {
+  /** The key it was placed under. */
+  orderKey: string
+  /** Older than a delivery of its key already processed: it still runs, marked late. */
+  late: boolean
+}
+
+/** What an ordered take brings back: deliveries to place, or heads to run, or neither. */
+export interface OrderedTake {
+  /** Unplaced deliveries, leased to this caller until it places them (or the lease ends). */
+  place: InboxEntry[]
+  /** Heads of keys, leased for `visibilityMs`, to run. */
+  run: OrderedEntry[]
+  /**
+   * Another worker is placing deliveries now: nothing could be run without risking an order
+   * it has not seen yet. Ask again shortly.
+   */
+  busy: boolean
+}
+
+/** Where a delivery goes: its key and its position in it. */
+export interface Placement {
+  entry: InboxEntry
+  key: string
+  /**
+   * Fixed-width text whose byte order is the run order: `message.created_at` in microseconds,
+   * then the time received ({@link orderOf} in src/inbox/ordering.ts).
+   */
+  order: string
+  /** A failing head holds later ones of its key (true), or lets them pass (false). */
+  strict: boolean
+}
+
+/** The pause flag as stored in the engine. */
+export interface PauseState {
+  paused: boolean
+  /** Who paused, as given to `pause(by)`. */
+  by?: string
+  /** When it was paused, ms since the epoch (the engine's clock). */
+  since?: number
+  /** Bumped by every pause and resume: what a conditional write compares. */
+  version: number
+}
+
+/** What {@link FlowEngine.admit} grants. */
+export interface Admission {
+  /** Deliveries the caller may start now (tokens taken from the shared bucket). */
+  granted: number
+  /** When nothing was granted: how long until the next token (or until looking at the pause flag again). */
+  waitMs: number
+  pause: PauseState
+}
+
+/** Order kept across every worker process on one inbox. */
+export interface OrderingEngine {
+  /**
+   * One ordered take. `poke` names keys whose head just finished here, so they are looked at now
+   * rather than when that head's lease would have ended.
+   */
+  takeOrdered(max: number, visibilityMs: number, options: { placeLeaseMs: number; poke: readonly string[] }): Promise<OrderedTake>
+  /** Places deliveries taken to be placed; each answers false when its placing lease was lost. */
+  place(placements: readonly Placement[]): Promise<boolean[]>
+}
+
+/** A pause flag and a token bucket shared by every worker on one inbox. */
+export interface FlowEngine {
+  /**
+   * Asks to start up to `want` deliveries: none while paused; with `perSecond`, at most the
+   * tokens in the bucket shared by every worker (refilled at `perSecond`, holding at most `burst`).
+   */
+  admit(want: number, rate?: { perSecond: number; burst: number }): Promise<Admission>
+  /** Gives back tokens admitted but not used (the take found fewer deliveries). */
+  refund(tokens: number, rate: { perSecond: number; burst: number }): Promise<void>
+  /** Sets the pause flag, written only if `expected` (a version) is still current when given. */
+  setPause(paused: boolean, by?: string, expected?: number): Promise<PauseState | undefined>
+  /** The pause flag and the last rate a worker asked for. */
+  flow(): Promise<{ pause: PauseState; perSecond?: number }>
+}
+
+/** Whether `inbox` can keep order. */
+export function isOrderingEngine(inbox: unknown): inbox is OrderingEngine {
+  return typeof (inbox as Partial<OrderingEngine> | undefined)?.takeOrdered === 'function' && typeof (inbox as Partial<OrderingEngine>).place === 'function'
+}
+
+/** Whether `inbox` keeps a pause flag and a token bucket. */
+export function isFlowEngine(inbox: unknown): inbox is FlowEngine {
+  return typeof (inbox as Partial<FlowEngine> | undefined)?.admit === 'function' && typeof (inbox as Partial<FlowEngine>).setPause === 'function'
+}

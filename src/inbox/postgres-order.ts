@@ -1,0 +1,112 @@
+/**
+ * PostgresInbox's ordering and flow control: the calls of src/contracts/ordering.ts over the
+ * statements of src/inbox/postgres-order-sql.ts. Kept apart from the inbox class, which hands it
+ * its deadline-bound runner, its transaction helper and its row reader.
+ */
+import type { PostgresQueryable } from '../clients/postgres.js'
+import type { InboxEntry } from '../contracts/inbox.js'
+import type { Admission, OrderedEntry, OrderedTake, PauseState, Placement } from '../contracts/ordering.js'
+import { orderStatements, type OrderStatements } from './postgres-order-sql.js'
+
+/** Unplaced deliveries handed out to be placed per ordered take. */
+const PLACE_BATCH = 200
+
+type Rows = { rows: unknown[] }
+
+export interface PostgresOrderHost {
+  table: string
+  /** Runs one operation within the inbox's deadline, its failure an InboxError. */
+  run<T>(what: string, attempt: () => Promise<T>): Promise<T>
+  query(text: string, values: unknown[]): Promise<Rows>
+  transaction<T>(work: (db: PostgresQueryable) => Promise<{ result: T; commit: boolean }>): Promise<T>
+  /** A row of the inbox's columns as an entry. */
+  entryOf(row: unknown): InboxEntry
+}
+
+interface PauseRow {
+  paused: boolean
+  paused_by: string | null
+  since_ms: number
+  version: string | number
+}
+
+export class PostgresOrder {
+  private readonly sql: OrderStatements
+
+  constructor(private readonly host: PostgresOrderHost) {
+    this.sql = orderStatements(host.table)
+  }
+
+  async takeOrdered(max: number, visibilityMs: number, { placeLeaseMs }: { placeLeaseMs: number; poke: readonly string[] }): Promise<OrderedTake> {
+    const wanted = Math.max(0, Math.floor(max))
+    // Heads need no poke here: a key is free the moment its head's row changes.
+    return this.host.run('takeOrdered', () =>
+      this.host.transaction<OrderedTake>(async (db) => {
+        // The lock and the take in one round trip (the lock is held until COMMIT): a multi-statement
+        // query takes no parameters, so the numbers are written in (whole numbers, checked here).
+        const values = [PLACE_BATCH, Math.max(1, Math.ceil(placeLeaseMs)), wanted, Math.max(1, Math.ceil(visibilityMs))].map((n) => String(Math.floor(n)))
+        const text = `${this.sql.lock};\n${this.sql.take.replace(/\$(\d)/g, (_, i: string) => values[Number(i) - 1]!)}`
+        const results = (await db.query(text, [])) as unknown as Rows[] | Rows
+        const { rows } = Array.isArray(results) ? results[results.length - 1]! : results
+        const kinds = rows as { kind: string; order_key: string; late: boolean }[]
+        if (kinds.some((row) => row.kind === 'busy')) return { result: { place: [], run: [], busy: true }, commit: true }
+        const place = kinds.filter((row) => row.kind === 'place').map((row) => this.host.entryOf(row))
+        if (place.length > 0) return { result: { place, run: [], busy: false }, commit: true }
+        const run: OrderedEntry[] = kinds.filter((row) => row.kind === 'run').map((row) => ({ ...this.host.entryOf(row), orderKey: row.order_key, late: row.late === true }))
+        return { result: { place: [], run, busy: false }, commit: true }
+      }),
+    )
+  }
+
+  async place(placements: readonly Placement[]): Promise<boolean[]> {
+    if (placements.length === 0) return []
+    const { rows } = await this.host.run('place', () =>
+      this.host.query(this.sql.place, [
+        placements.map((p) => p.entry.keys[0]),
+        placements.map((p) => p.entry.lease),
+        placements.map((p) => p.key),
+        placements.map((p) => p.order),
+        placements.map((p) => p.strict),
+      ]),
+    )
+    const placed = new Set((rows as { key: string }[]).map((row) => row.key))
+    return placements.map((p) => placed.has(p.entry.keys[0]!))
+  }
+
+  async admit(want: number, rate?: { perSecond: number; burst: number }): Promise<Admission> {
+    if (!rate) {
+      const { pause } = await this.flow()
+      return { granted: pause.paused ? 0 : Math.floor(want), waitMs: 0, pause }
+    }
+    const { rows } = await this.host.run('admit', () => this.host.query(this.sql.admit, [Math.floor(want), rate.perSecond, rate.burst]))
+    const row = rows[0] as (PauseRow & { granted: number; tokens: number }) | undefined
+    if (!row) return { granted: 0, waitMs: 1000, pause: { paused: false, version: 0 } }
+    const granted = Number(row.granted)
+    return { granted, waitMs: granted > 0 ? 0 : Math.ceil(((1 - Number(row.tokens)) * 1000) / rate.perSecond), pause: pauseOf(row) }
+  }
+
+  async refund(tokens: number, rate: { perSecond: number; burst: number }): Promise<void> {
+    await this.host.run('refund', () => this.host.query(this.sql.refund, [tokens, rate.burst]))
+  }
+
+  async setPause(paused: boolean, by?: string, expected?: number): Promise<PauseState | undefined> {
+    const { rows } = await this.host.run('setPause', () => this.host.query(this.sql.setPause, [paused, by ?? null, expected ?? null]))
+    return rows[0] ? pauseOf(rows[0] as PauseRow) : undefined
+  }
+
+  async flow(): Promise<{ pause: PauseState; perSecond?: number }> {
+    const { rows } = await this.host.run('flow', () => this.host.query(this.sql.read, []))
+    const row = rows[0] as (PauseRow & { per_second: number | null }) | undefined
+    if (!row) return { pause: { paused: false, version: 0 } }
+    return { pause: pauseOf(row), ...(row.per_second !== null && { perSecond: Number(row.per_second) }) }
+  }
+}
+
+function pauseOf(row: PauseRow): PauseState {
+  const state: PauseState = { paused: row.paused === true, version: Number(row.version) }
+  if (state.paused) {
+    if (row.paused_by !== null) state.by = row.paused_by
+    if (row.since_ms > 0) state.since = Math.round(row.since_ms)
+  }
+  return state
+}

@@ -1,0 +1,100 @@
+/**
+ * RedisInbox's ordering and flow control: the calls of src/contracts/ordering.ts over the scripts
+ * of src/inbox/redis-order-scripts.ts. Kept apart from the inbox class, which hands it its
+ * script runner (deadline, retries, error kinds) and its row reader.
+ */
+import type { InboxEntry } from '../contracts/inbox.js'
+import type { Admission, OrderedEntry, OrderedTake, PauseState, Placement } from '../contracts/ordering.js'
+import { ADMIT, FLOW, PLACE, REFUND, SET_PAUSE, TAKE_ORDERED } from './redis-order-scripts.js'
+import { EXTRA, RELEASE } from './redis-scripts.js'
+
+/** Runs a script of the inbox (prefix added), within its deadline. */
+type Call = (what: string, script: string, args: string[] | (() => string[]), onLate?: (late: unknown) => void) => Promise<unknown>
+
+/** Unplaced deliveries handed out to be placed per ordered take. */
+const PLACE_BATCH = 200
+
+const decoder = new TextDecoder()
+const text = (value: unknown): string => (value instanceof Uint8Array ? decoder.decode(value) : String(value ?? ''))
+const list = (value: unknown): unknown[] => (Array.isArray(value) ? value : [])
+
+export class RedisOrder {
+  constructor(
+    private readonly call: Call,
+    /** A reply row (FIELDS, lease, primary key) as an entry; undefined when it cannot be read. */
+    private readonly entryOf: (row: unknown) => InboxEntry | undefined,
+    private readonly retentionMs: () => number,
+  ) {}
+
+  async takeOrdered(max: number, visibilityMs: number, { placeLeaseMs, poke }: { placeLeaseMs: number; poke: readonly string[] }): Promise<OrderedTake> {
+    const wanted = Math.max(0, Math.min(1000, Math.floor(max)))
+    const args = () => [
+      String(wanted),
+      String(Math.max(1, Math.ceil(visibilityMs))),
+      crypto.randomUUID(),
+      String(Math.max(1, Math.ceil(placeLeaseMs))),
+      String(PLACE_BATCH),
+      String(Math.ceil(this.retentionMs())),
+      String(poke.length),
+      ...poke,
+    ]
+    const reply = list(
+      await this.call('takeOrdered', TAKE_ORDERED, args, (late) => {
+        // Heads leased after the caller gave up: handed back now, not when the lease would end.
+        const [kind, rows] = list(late)
+        if (text(kind) !== 'run') return
+        for (const row of list(rows)) {
+          const fields = list(row)
+          this.call('release', RELEASE, [text(fields[EXTRA + 1]), text(fields[EXTRA])]).catch(() => undefined)
+        }
+      }),
+    )
+    const kind = text(reply[0])
+    if (kind === 'busy') return { place: [], run: [], busy: true }
+    const rows = list(reply[1])
+    if (kind === 'place') return { place: rows.flatMap((row) => this.entryOf(row) ?? []), run: [], busy: false }
+    const run: OrderedEntry[] = []
+    for (const row of rows) {
+      const entry = this.entryOf(row)
+      const fields = list(row)
+      if (entry) run.push({ ...entry, orderKey: text(fields[EXTRA + 2]), late: Number(fields[EXTRA + 3]) === 1 })
+    }
+    return { place: [], run, busy: false }
+  }
+
+  async place(placements: readonly Placement[]): Promise<boolean[]> {
+    if (placements.length === 0) return []
+    const args = placements.flatMap(({ entry, key, order, strict }) => [entry.keys[0]!, entry.lease, key, order, strict ? '1' : '0'])
+    return list(await this.call('place', PLACE, args)).map((value) => Number(value) === 1)
+  }
+
+  async admit(want: number, rate?: { perSecond: number; burst: number }): Promise<Admission> {
+    const reply = list(await this.call('admit', ADMIT, [String(Math.floor(want)), rate ? String(rate.perSecond) : '', rate ? String(rate.burst) : '']))
+    return { granted: Number(reply[0]), waitMs: Number(reply[1]), pause: pauseOf(reply.slice(2)) }
+  }
+
+  async refund(tokens: number, rate: { perSecond: number; burst: number }): Promise<void> {
+    await this.call('refund', REFUND, [String(tokens), String(rate.burst)])
+  }
+
+  async setPause(paused: boolean, by?: string, expected?: number): Promise<PauseState | undefined> {
+    const reply = await this.call('setPause', SET_PAUSE, [paused ? '1' : '0', by ?? '', expected === undefined ? '' : String(expected)])
+    return Array.isArray(reply) ? pauseOf(reply) : undefined
+  }
+
+  async flow(): Promise<{ pause: PauseState; perSecond?: number }> {
+    const reply = list(await this.call('flow', FLOW, []))
+    const perSecond = text(reply[4])
+    return { pause: pauseOf(reply), ...(perSecond !== '' && { perSecond: Number(perSecond) }) }
+  }
+}
+
+/** paused (0/1), by, since, version as a PauseState. */
+function pauseOf([paused, by, since, version]: unknown[]): PauseState {
+  const state: PauseState = { paused: Number(paused) === 1, version: Number(version) || 0 }
+  if (state.paused) {
+    if (text(by) !== '') state.by = text(by)
+    if (Number(since) > 0) state.since = Number(since)
+  }
+  return state
+}

@@ -1,0 +1,40 @@
+/**
+ * Ordering on RedisInbox against a real redis-server: the same scenarios as the MemoryInbox
+ * properties (fewer runs: each is real round trips), with several workers sharing one Redis, so
+ * the order is kept by the engine and not by one process. The multi-process run with kill -9 is
+ * test/inbox/ordering-processes.test.ts.
+ */
+import fc from 'fast-check'
+import { randomUUID } from 'node:crypto'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, expect, it } from 'vitest'
+import { RedisInbox } from 'svc-webhooks/redis'
+import { describeWithRedis } from '../support/services.js'
+import { startRedisServer, type RedisServer } from '../../tools/redis.mjs'
+import { orderViolations } from '../../tools/order/check.mjs'
+import { runScenario, scenarios } from './support/ordering-run.js'
+
+describeWithRedis('ordering on RedisInbox', () => {
+  let server: RedisServer
+  let client: Redis
+  beforeAll(async () => {
+    server = await startRedisServer()
+    client = new Redis(server.url)
+  })
+  afterAll(async () => {
+    client?.disconnect()
+    await server?.stop()
+  })
+
+  it('per key: in created_at order among those present, one at a time, each run once, late marked', async () => {
+    await fc.assert(
+      fc.asyncProperty(scenarios, async (s) => {
+        const inbox = new RedisInbox({ client, prefix: `order-${randomUUID()}:` })
+        const record = await runScenario(inbox, s)
+        expect(orderViolations({ ...record, strict: s.strict })).toEqual([])
+        expect((await inbox.stats()).depth).toBe(0)
+      }),
+      { numRuns: 40 },
+    )
+  }, 180_000)
+})

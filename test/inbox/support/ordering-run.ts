@@ -1,0 +1,116 @@
+/**
+ * One ordering scenario (keys, failures, arrival order, workers) run on any inbox that keeps
+ * order, recording what the rules in tools/order/check.mjs are checked against.
+ */
+import fc from 'fast-check'
+import { byConversation, createInboxWorker, type InboxDelivery, type OrderingEngine, type WebhookEvent, type WebhookInbox } from 'svc-webhooks'
+
+const encoder = new TextEncoder()
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** A `message.received` body of conversation `key` created at second `second` of a fixed minute (µs apart). */
+export function body(key: string, index: number): Uint8Array {
+  const created = `2026-05-01T10:00:${String(10 + Math.floor(index / 10)).padStart(2, '0')}.${String(index % 10).padStart(6, '0')}+00:00`
+  return encoder.encode(JSON.stringify({ event: 'message.received', business_id: 'b', conversation_id: key, message: { id: `m-${key}-${index}`, chat_id: 'c', text: `#${index}`, from: 'x', sender_type: 'customer', created_at: created } }))
+}
+
+export function delivery(id: string, rawBody: Uint8Array, receivedAt: number): InboxDelivery {
+  return { keys: [`default:${id}`], endpoint: 'default', id, timestamp: Math.floor(receivedAt / 1000), signatureVersion: 'v2', secretIndex: 0, rawBody, receivedAt }
+}
+
+export interface Scenario {
+  keys: number[]
+  /** Per delivery: failures before it succeeds (9: never succeeds). */
+  failures: number[]
+  arrival: number[]
+  workers: number
+  concurrency: number
+  batches: number
+  strict: boolean
+}
+
+/** Runs a scenario on one MemoryInbox with `workers` workers and returns what it recorded. */
+export async function runScenario(inbox: WebhookInbox & OrderingEngine, scenario: Scenario) {
+  let seq = 0
+  // Which take last handed each delivery out, by sequence: "present" is what was appended before it.
+  const takenAt = new Map<string, number>()
+  const takeOrdered = inbox.takeOrdered.bind(inbox)
+  inbox.takeOrdered = async (...args) => {
+    const at = ++seq
+    const taken = await takeOrdered(...args)
+    for (const entry of taken.run) takenAt.set(entry.id, at)
+    return taken
+  }
+  const deliveries: { id: string; key: string; order: string; appendedAt: number }[] = []
+  const runs: { id: string; start: number; end: number; ok: boolean; late?: boolean; takenAt?: number }[] = []
+  const attempts = new Map<string, number>()
+  const failuresOf = new Map<string, number>()
+  const perKeyIndex = new Map<string, number>()
+  const planned = scenario.keys.map((k, i) => {
+    const key = `k${k}`
+    const index = perKeyIndex.get(key) ?? 0
+    perKeyIndex.set(key, index + 1)
+    const id = `d${i}`
+    failuresOf.set(id, scenario.failures[i]!)
+    return { id, key, index, order: `${String(index).padStart(4, '0')}` }
+  })
+  const workers = Array.from({ length: scenario.workers }, () =>
+    createInboxWorker({
+      inbox,
+      ordering: { key: byConversation, strict: scenario.strict },
+      concurrency: scenario.concurrency,
+      pollIntervalMs: 2,
+      firstRetryDelayMs: 1,
+      maxRetryDelayMs: 4,
+      maxRetryAgeMs: 60,
+      log: false,
+      on: {
+        'message.received': async (event: WebhookEvent, d) => {
+          const start = ++seq
+          const n = (attempts.get(d.id) ?? 0) + 1
+          attempts.set(d.id, n)
+          await sleep(Math.random() < 0.5 ? 0 : 1)
+          const ok = n > failuresOf.get(d.id)!
+          runs.push({ id: d.id, start, end: ++seq, ok, late: d.late === true, takenAt: takenAt.get(d.id) ?? start })
+          void event
+          if (!ok) throw new Error('injected failure')
+        },
+      },
+    }),
+  )
+  for (const worker of workers) worker.start()
+  const order = scenario.arrival.map((rank, i) => [rank, i] as const).sort((a, b) => a[0] - b[0] || a[1] - b[1]).map(([, i]) => i)
+  const perBatch = Math.ceil(order.length / scenario.batches)
+  for (let b = 0; b < order.length; b += perBatch) {
+    for (const i of order.slice(b, b + perBatch)) {
+      const p = planned[i]!
+      await inbox.append(delivery(p.id, body(p.key, p.index), Date.now()))
+      deliveries.push({ id: p.id, key: p.key, order: p.order, appendedAt: ++seq })
+    }
+    await sleep(Math.floor(Math.random() * 3))
+  }
+  // Bounded: every delivery ends processed or dead well within this.
+  for (let waited = 0; waited < 20_000; waited += 5) {
+    const stats = await inbox.stats()
+    if (stats.depth === 0) break
+    await sleep(5)
+  }
+  await Promise.all(workers.map((worker) => worker.stop(1000)))
+  const dead = (await inbox.dead(100_000)).map((letter) => ({ id: letter.id }))
+  return { deliveries, runs, dead }
+}
+
+export const scenarios = fc
+  .integer({ min: 1, max: 14 })
+  .chain((n) =>
+    fc.record({
+      keys: fc.array(fc.integer({ min: 0, max: 3 }), { minLength: n, maxLength: n }),
+      failures: fc.array(fc.oneof(fc.constant(0), fc.constant(0), fc.integer({ min: 1, max: 2 }), fc.constant(9)), { minLength: n, maxLength: n }),
+      arrival: fc.array(fc.integer({ min: 0, max: 100 }), { minLength: n, maxLength: n }),
+      workers: fc.integer({ min: 1, max: 3 }),
+      concurrency: fc.integer({ min: 1, max: 4 }),
+      batches: fc.integer({ min: 1, max: 4 }),
+      strict: fc.boolean(),
+    }),
+  )
+
