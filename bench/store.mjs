@@ -86,8 +86,19 @@ else {
   console.log(`RedisStore (${redis.client}, redis-server ${redis.server}): ${redis.commandsPerDelivery} commands, so at most ${redis.roundTripsPerDelivery} round trips, per fresh delivery (claim + complete; target <= 2): ${JSON.stringify(redis.byCommand)}`)
 }
 
+const replication = await replicationCost()
+if (replication.skipped) console.log(`replicas option: SKIPPED: ${replication.skipped}`)
+else {
+  console.log(`The replicas option on the accept path (in process, receiver.handle, ${replication.deliveries} fresh deliveries, ${replication.concurrency} at once, Sentinel set: a primary, two replicas on 127.0.0.1; medians of ${replication.rounds} alternating rounds):`)
+  console.log('| path | replicas 0: deliveries/s | replicas 1: deliveries/s | ratio | replicas 0: p50 / p99 ms | replicas 1: p50 / p99 ms |')
+  console.log('|---|---|---|---|---|---|')
+  for (const row of replication.rows) {
+    console.log(`| ${row.path} | ${Math.round(row.off.perSecond)} | ${Math.round(row.on.perSecond)} | ${(row.on.perSecond / row.off.perSecond).toFixed(2)} | ${row.off.p50.toFixed(2)} / ${row.off.p99.toFixed(2)} | ${row.on.p50.toFixed(2)} / ${row.on.p99.toFixed(2)} |`)
+  }
+}
+
 if (!process.argv.includes('--no-write')) {
-  const out = { date: new Date().toISOString(), node: process.versions.node, memory, redis }
+  const out = { date: new Date().toISOString(), node: process.versions.node, memory, redis, replication }
   writeFileSync(join(ROOT, 'docs/benchmarks-store.json'), `${JSON.stringify(out, null, 2)}\n`)
   console.error('bench:store: wrote docs/benchmarks-store.json')
 }
@@ -137,5 +148,69 @@ async function redisRoundTrips() {
   } finally {
     client.disconnect()
     await server.stop()
+  }
+}
+
+/**
+ * What `replicas: 1` costs where the sender waits: a Sentinel set of its own (tools/redis-sentinel.mjs,
+ * a primary and two replicas on 127.0.0.1), one ioredis client, and the receiver's accept path
+ * in process (`receiver.handle`: verify, claim, no-op handler, complete; or verify and append),
+ * with and without the option, rounds alternating which goes first.
+ */
+async function replicationCost() {
+  const scripts = await import('../tools/redis.mjs')
+  if (!scripts.findRedisServer()) return { skipped: 'redis-server is not installed (apt-get install -y redis-server)' }
+  const { startSentinelSet } = await import('../tools/redis-sentinel.mjs')
+  const { createWebhookReceiver } = await import('svc-webhooks')
+  const { RedisInbox, RedisStore } = await import('svc-webhooks/redis')
+  const { sampleEvent, signWebhook } = await import('svc-webhooks/testing')
+  const { default: Redis } = await import('ioredis')
+  const deliveries = Number(process.env.SVC_BENCH_REPLICATED ?? 2000)
+  const concurrency = 16
+  const rounds = 3
+  const secret = 'svc_whsec_bench_replicas'
+  const set = await startSentinelSet({ replicas: 2, partitionable: false, config: ['--min-replicas-to-write', '1', '--min-replicas-max-lag', '10'] })
+  const client = new Redis(set.clientOptions())
+  try {
+    const measure = async (path, replicas) => {
+      const engine = path === 'store' ? { store: new RedisStore({ client, replicas }), on: { 'message.received': () => {} } } : { inbox: new RedisInbox({ client, replicas }) }
+      const receiver = createWebhookReceiver({ secret, log: false, ...engine })
+      const signed = await Promise.all(Array.from({ length: deliveries }, () => signWebhook({ secret, event: sampleEvent('message.received'), id: randomUUID() })))
+      const latencies = []
+      let next = 0
+      const t0 = performance.now()
+      await Promise.all(Array.from({ length: concurrency }, async () => {
+        for (let i = next++; i < deliveries; i = next++) {
+          const started = performance.now()
+          const answer = await receiver.handle({ method: 'POST', body: signed[i].rawBody, headers: signed[i].headers })
+          if (answer.status >= 300) throw new Error(`bench:store: ${path} answered ${answer.status}`)
+          latencies.push(performance.now() - started)
+        }
+      }))
+      const seconds = (performance.now() - t0) / 1000
+      latencies.sort((a, b) => a - b)
+      return { perSecond: deliveries / seconds, p50: latencies[Math.floor(latencies.length / 2)], p99: latencies[Math.floor(latencies.length * 0.99)] }
+    }
+    const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
+    const rows = []
+    for (const path of ['store', 'inbox']) {
+      const off = []
+      const on = []
+      for (let round = 0; round < rounds; round++) {
+        if (round % 2 === 0) {
+          off.push(await measure(path, 0))
+          on.push(await measure(path, 1))
+        } else {
+          on.push(await measure(path, 1))
+          off.push(await measure(path, 0))
+        }
+      }
+      const pick = (runs) => ({ perSecond: median(runs.map((r) => r.perSecond)), p50: median(runs.map((r) => r.p50)), p99: median(runs.map((r) => r.p99)) })
+      rows.push({ path, off: pick(off), on: pick(on) })
+    }
+    return { deliveries, concurrency, rounds, rows }
+  } finally {
+    client.disconnect()
+    await set.stop()
   }
 }

@@ -64,6 +64,12 @@ export interface ClaimRun {
   leaseMs: number
   /** How long a completed key is remembered. */
   retentionMs: number
+  /**
+   * When the caller needs its outcome (wall-clock ms): passed to every claim and completion, so a
+   * store riding out a failover waits until then and no longer. Without it, each store call
+   * waits its own `timeoutMs`.
+   */
+  deadline?: number
 }
 
 const isThenable = (value: unknown): value is PromiseLike<unknown> =>
@@ -85,7 +91,7 @@ export function claimRun(run: ClaimRun, step: () => unknown): ClaimRunOutcome | 
     let found: ClaimResult | Promise<ClaimResult>
     try {
       // A synchronous throw is a store failure, as a rejection is (claimSlowly).
-      found = store!.claim(keys[held]!, owner, leaseMs)
+      found = store!.claim(keys[held]!, owner, leaseMs, run.deadline)
     } catch (error) {
       return release(run, held, { stage: 'claim', error })
     }
@@ -102,7 +108,7 @@ async function claimSlowly(run: ClaimRun, step: () => unknown, held: number, fir
   for (; held < keys.length; held++) {
     let found: ClaimResult
     try {
-      found = await (pending ?? store!.claim(keys[held]!, owner, leaseMs))
+      found = await (pending ?? store!.claim(keys[held]!, owner, leaseMs, run.deadline))
     } catch (error) {
       return release(run, held, { stage: 'claim', error })
     }
@@ -155,7 +161,7 @@ function completeAll(run: ClaimRun, count: number, from = 0, outcome: ClaimRunOu
   for (let i = from; i < count; i++) {
     let owned: boolean | Promise<boolean>
     try {
-      owned = store!.complete(keys[i]!, owner, retentionMs)
+      owned = store!.complete(keys[i]!, owner, retentionMs, run.deadline)
     } catch (error) {
       outcome = { stage: 'complete', error }
       continue

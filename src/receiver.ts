@@ -18,7 +18,7 @@ import { DEFAULT_RETENTION_MS, isIdempotencyStore, type IdempotencyStore } from 
 import { positiveOption } from './option-checks.js'
 import { heldTransport, verifyDelivery, verifySignature, type VerifiedDelivery, type VerifyProgress } from './verify.js'
 import type { WebhookInbox, WebhookInboxProducer } from './contracts/inbox.js'
-import { appendWithin, DEFAULT_INBOX_WAIT_MS } from './inbox/append.js'
+import { appendWithin } from './inbox/append.js'
 import { createLogWindow, printable } from './log-window.js'
 import { endScope, type WebhookTelemetry } from './telemetry.js'
 import { AnswerCounter, callHook, ownError, resolveLog, resultLine, seenBySender, startupWarnings, type ReceiverStats, type WebhookLog } from './visibility.js'
@@ -69,14 +69,30 @@ export interface WebhookReceiverOptions<R = any> extends VerifyOptions<R> {
    */
   inbox?: WebhookInboxProducer
   /**
-   * With `inbox`: how long an append to an unavailable inbox is tried again inside the request
-   * before it is answered 503 `inbox_unavailable`, in milliseconds. The sender waits 10 s and
-   * disables the endpoint after 20 failures in a row, so a restart of the inbox's server shorter
-   * than this costs latency, not failures. Keep it plus the inbox's own `timeoutMs` under 10 s;
-   * 0 answers 503 at the first failure.
-   * @default 5000
+   * The older name of `engineWaitMs`, from when only the inbox waited: given, it is that wait
+   * for the store and the inbox alike.
+   * @deprecated Use `engineWaitMs`.
    */
   inboxWaitMs?: number
+  /**
+   * How long a verified delivery may wait for its store or inbox, in milliseconds: one deadline
+   * for the claim, the completion and the append, counted from verification. A request that
+   * meets a server restarting or failing over (Sentinel promoting a replica, a Postgres standby
+   * promoted) keeps its call going until the client reaches the new primary, so a failover
+   * shorter than this costs the sender latency, not failed answers. Past it: 503 with
+   * `Retry-After`. Up to 9000 (the sender waits 10 s). `inboxWaitMs`, when given, is this wait
+   * under its older name.
+   * @default 8000
+   */
+  engineWaitMs?: number
+  /**
+   * Bound on the requests waiting for the store or inbox at once, and on the body bytes they
+   * hold: past either, a new delivery is answered 503 with `Retry-After` at once instead of
+   * joining the wait, so an outage longer than the wait cannot exhaust memory. A request stops
+   * counting once its handler starts or its append is answered.
+   * @default { requests: 1000, bytes: 67108864 } (64 MiB)
+   */
+  maxHeld?: { requests?: number; bytes?: number }
   /**
    * Where processed delivery ids are kept. Use `RedisStore` when several processes receive.
    * @default new MemoryStore()
@@ -171,6 +187,8 @@ export interface WebhookReceiver<R = any> {
 
 
 const DEFAULT_LEASE_MS = 60_000
+/** `engineWaitMs` by default: a Sentinel or Postgres failover of a few seconds fits, and the answer still comes well inside the sender's 10 s. */
+const DEFAULT_ENGINE_WAIT_MS = 8000
 
 /**
  * The answer to each way claim → run → complete ends (DESIGN.md answers table). The handler's
@@ -237,7 +255,9 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
     leaseMs = DEFAULT_LEASE_MS,
     retentionMs = DEFAULT_RETENTION_MS,
     retryAfterSeconds = 5,
-    inboxWaitMs = DEFAULT_INBOX_WAIT_MS,
+    inboxWaitMs,
+    engineWaitMs = inboxWaitMs ?? DEFAULT_ENGINE_WAIT_MS,
+    maxHeld = {},
     onResult,
     telemetry,
   } = options
@@ -267,9 +287,18 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
   positiveOption(leaseMs, '`leaseMs`')
   positiveOption(retentionMs, '`retentionMs`')
   positiveOption(retryAfterSeconds, '`retryAfterSeconds`', 'seconds')
-  if (typeof inboxWaitMs !== 'number' || !Number.isFinite(inboxWaitMs) || inboxWaitMs < 0 || inboxWaitMs > 9000) {
-    throw new TypeError('svc-webhooks: `inboxWaitMs` must be a number of milliseconds from 0 to 9000 (default 5000): the sender waits 10 s for an answer.')
+  if (inboxWaitMs !== undefined && (typeof inboxWaitMs !== 'number' || !Number.isFinite(inboxWaitMs) || inboxWaitMs < 0 || inboxWaitMs > 9000)) {
+    throw new TypeError('svc-webhooks: `inboxWaitMs` must be a number of milliseconds from 0 to 9000: the sender waits 10 s for an answer.')
   }
+  if (typeof engineWaitMs !== 'number' || !Number.isFinite(engineWaitMs) || engineWaitMs < 0 || engineWaitMs > 9000) {
+    throw new TypeError('svc-webhooks: `engineWaitMs` must be a number of milliseconds from 0 to 9000 (default 8000): the sender waits 10 s for an answer.')
+  }
+  const { requests: maxHeldRequests = 1000, bytes: maxHeldBytes = 64 * 1024 * 1024 } = maxHeld ?? {}
+  positiveOption(maxHeldRequests, '`maxHeld.requests`', 'requests')
+  positiveOption(maxHeldBytes, '`maxHeld.bytes`', 'bytes')
+  // Requests (and their body bytes) waiting on the store or inbox right now: see `maxHeld`.
+  let heldRequests = 0
+  let heldBytes = 0
   // A Map: the event type comes from JSON.parse, and looking such a string up as a property name costs more than hashing it.
   const handlers = on === undefined ? undefined : new Map(Object.entries(on as Record<string, WebhookHandler<unknown>>))
   if (log) {
@@ -373,6 +402,25 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
           const replayKey = await v1ReplayKey(namespace, signed, delivery, secrets)
           keys = delivery.signatureVersion === 'v2' ? [idKey, replayKey] : [replayKey]
         }
+        // The one deadline for every engine call of this request, on the wall clock (a test's
+        // fixed `now` would never pass it).
+        const deadline = Date.now() + engineWaitMs
+        const size = delivery.rawBody.byteLength
+        if (heldRequests >= maxHeldRequests || heldBytes + size > maxHeldBytes) {
+          answer = end(result, inbox ? 'inbox_unavailable' : 'store_unavailable', ownError(
+            `svc-webhooks: ${heldRequests} requests (${heldBytes} body bytes) are already waiting for the ${inbox ? 'inbox' : 'store'} (maxHeld): answered 503 at once so the sender retries.`,
+          ))
+          break flow
+        }
+        heldRequests++
+        heldBytes += size
+        let holding = true
+        const free = (): void => {
+          if (!holding) return
+          holding = false
+          heldRequests--
+          heldBytes -= size
+        }
         if (inbox) {
           const { id, timestamp, signatureVersion, secretIndex, rawBody } = delivery
           try {
@@ -387,21 +435,34 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
               rawBody,
               receivedAt: now(),
               ...(traceparent ? { traceparent } : {}),
-            }, inboxWaitMs)
+            }, deadline)
             answer = end(result, appended === 'accepted' ? 'accepted' : 'duplicate')
           } catch (error) {
             answer = end(result, 'inbox_unavailable', error)
+          } finally {
+            free()
           }
           break flow
         }
         const ran = claimRun(
-          { store, keys, owner: nextOwner(), leaseMs, retentionMs },
+          { store, keys, owner: nextOwner(), leaseMs, retentionMs, deadline },
           scope
-            ? () => scope.run(() => handler!(delivery.event, delivery as VerifiedDelivery<unknown>))
-            : () => handler!(delivery.event, delivery as VerifiedDelivery<unknown>),
+            ? () => {
+                free()
+                return scope.run(() => handler!(delivery.event, delivery as VerifiedDelivery<unknown>))
+              }
+            : () => {
+                free()
+                return handler!(delivery.event, delivery as VerifiedDelivery<unknown>)
+              },
         )
         // A store that answers synchronously and a synchronous handler cost no turn of the event loop.
-        const outcome = typeof ran === 'string' ? ran : await ran
+        let outcome: Awaited<typeof ran>
+        try {
+          outcome = typeof ran === 'string' ? ran : await ran
+        } finally {
+          free()
+        }
         if (typeof outcome === 'string') {
           if (outcome === 'lease_lost') {
             result.error = ownError(

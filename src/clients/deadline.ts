@@ -158,3 +158,23 @@ export function inboxDeadline<T>(operation: string, timeoutMs: number, attempt: 
 export function unchecked(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).replace(/^svc-webhooks: /, '')
 }
+
+/**
+ * How long one operation may wait: until the caller's `deadline` (wall-clock ms) when it gave one,
+ * so a request's store and inbox calls share the receiver's single wait inside the sender's 10 s
+ * and a failover shorter than that wait is ridden out in one call; else the engine's own
+ * `timeoutMs`. Never less than {@link LAST_CHANCE_MS} (or `timeoutMs` when shorter): a completion
+ * after a handler that outlasted the deadline must still be recorded (the 2xx is owed anyway, and
+ * a completion given no time is a run repeated on the next resend), and a healthy server answers
+ * in milliseconds; the answer then comes at most that much after the deadline.
+ *
+ * @example
+ * withDeadline('RedisStore.claim', budget(this.timeoutMs, deadline), attempt)
+ */
+export function budget(timeoutMs: number, deadline: number | undefined): number {
+  if (deadline === undefined || !Number.isFinite(deadline)) return timeoutMs
+  return Math.max(deadline - Date.now(), Math.min(timeoutMs, LAST_CHANCE_MS))
+}
+
+/** The least an operation given a deadline may wait, for {@link budget}. */
+const LAST_CHANCE_MS = 1000

@@ -51,3 +51,30 @@ export function isPostgresRefusal(error: unknown): boolean {
   if (typeof severity !== 'string' || typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return false
   return !TRANSIENT_CLASSES.has(code.slice(0, 2))
 }
+
+/**
+ * What a primary's replication looks like, for {@link standbyWarnings}: its streaming standbys,
+ * whether commits wait for one (`synchronous_standby_names`), and `synchronous_commit`.
+ */
+export const STANDBY_SETTINGS = `SELECT (SELECT count(*)::int FROM pg_stat_replication) AS standbys,
+  current_setting('synchronous_standby_names') AS sync_names, current_setting('synchronous_commit') AS synchronous_commit`
+
+/**
+ * The lines `durabilityWarnings()` adds for a primary with streaming standbys, once it has any (a
+ * single database's promise is its own fsync): a standby no commit waits for (a promote loses
+ * what it had not received, after the sender was told 2xx), and `synchronous_commit` `local` or
+ * `off`, which stop waiting for the synchronous standby.
+ *
+ * @example
+ * standbyWarnings(await first(STANDBY_SETTINGS), 'PostgresStore')
+ */
+export function standbyWarnings(row: { standbys?: unknown; sync_names?: unknown; synchronous_commit?: unknown } | undefined, what: string): string[] {
+  if (row === undefined || !(Number(row.standbys) > 0)) return []
+  if (String(row.sync_names ?? '').trim() === '') {
+    return [`svc-webhooks: ${what}: the database streams to an asynchronous standby: a promote loses the commits it had not received yet, deliveries answered 2xx. Name the standby in synchronous_standby_names (docs/topologies.md).`]
+  }
+  if (row.synchronous_commit === 'local' || row.synchronous_commit === 'off') {
+    return [`svc-webhooks: ${what}: synchronous_commit is ${String(row.synchronous_commit)}: commits do not wait for the synchronous standby, so a promote can lose what was answered 2xx. Set synchronous_commit to on or remote_apply.`]
+  }
+  return []
+}

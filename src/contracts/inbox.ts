@@ -133,9 +133,12 @@ export function isInboxError(error: unknown): error is InboxError {
 export interface WebhookInbox {
   /**
    * Appends `delivery` unless one of its keys was already accepted or processed: resolves only
-   * once the append is durable (as durable as the engine is).
+   * once the append is durable (as durable as the engine is). `deadline` (wall-clock ms, as
+   * `Date.now()`), when given, is when the receiver needs its answer: an engine that waits for
+   * its server (a restart, a failover) keeps one attempt going until then rather than giving up
+   * after its own `timeoutMs`.
    */
-  append(delivery: InboxDelivery): Promise<AppendResult>
+  append(delivery: InboxDelivery, deadline?: number): Promise<AppendResult>
   /** Leases up to `max` deliveries that are due, each for `visibilityMs`; an expired lease makes a delivery due again. */
   take(max: number, visibilityMs: number): Promise<InboxEntry[]>
   /** The handler succeeded: the entry leaves the inbox; its keys stay processed for the retention window. Resolves false when the lease was lost. */

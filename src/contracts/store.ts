@@ -39,14 +39,19 @@ export type ClaimResult =
  * if ((await store.claim('ep:123', owner, 60_000)) === 'claimed') { ... }
  */
 export interface IdempotencyStore {
-  /** Atomically claims `key` for `owner` unless it is claimed (and the lease is live) or completed. */
-  claim(key: string, owner: string, leaseMs: number): ClaimResult | Promise<ClaimResult>
+  /**
+   * Atomically claims `key` for `owner` unless it is claimed (and the lease is live) or completed.
+   * `deadline` (wall-clock ms, as `Date.now()`), when given, is when the caller needs its answer:
+   * a store that waits for its server (a restart, a failover) waits until then instead of its
+   * own `timeoutMs`, so one deadline covers the whole request. Stores that never wait ignore it.
+   */
+  claim(key: string, owner: string, leaseMs: number, deadline?: number): ClaimResult | Promise<ClaimResult>
   /**
    * Marks `key` processed for `retentionMs`. Resolves false when `owner` no longer held a live
    * claim (its lease expired, whether or not another request claimed it since); the completion
    * is recorded either way.
    */
-  complete(key: string, owner: string, retentionMs: number): boolean | Promise<boolean>
+  complete(key: string, owner: string, retentionMs: number, deadline?: number): boolean | Promise<boolean>
   /** Drops the claim if `owner` still holds it, so a retry can run the handler. */
   release(key: string, owner: string): boolean | Promise<boolean>
 }

@@ -54,9 +54,9 @@
  *   `refused`; no answer within `timeoutMs` (down, restarting, a dropped connection) rejects with
  *   kind `unavailable`.
  */
-import { isPostgresRefusal, type PostgresQueryable } from '../clients/postgres.js'
+import { isPostgresRefusal, standbyWarnings, STANDBY_SETTINGS, type PostgresQueryable } from '../clients/postgres.js'
 import { positiveOption } from '../option-checks.js'
-import { inboxDeadline, unchecked } from '../clients/deadline.js'
+import { budget, inboxDeadline, unchecked } from '../clients/deadline.js'
 import { Maintenance, maintenanceSql, type MaintenanceOptions, type MaintenanceRound } from '../clients/postgres-maintenance.js'
 import { DEFAULT_TABLE, createInboxTableSql, names, statements, type Statements } from './postgres-sql.js'
 import {
@@ -262,7 +262,7 @@ export class PostgresInbox implements WebhookInbox, OrderingEngine, FlowEngine {
     return (await this.first<{ n: number }>('sweep', this.sql.sweep, [limit, this.retentionMs])).n
   }
 
-  async append(entry: InboxDelivery): Promise<AppendResult> {
+  async append(entry: InboxDelivery, deadline?: number): Promise<AppendResult> {
     const keys = entry.keys
     if (!Array.isArray(keys) || keys.length === 0 || !keys.every((key) => typeof key === 'string')) {
       throw new TypeError('svc-webhooks: PostgresInbox.append needs a delivery with at least one key.')
@@ -279,6 +279,8 @@ export class PostgresInbox implements WebhookInbox, OrderingEngine, FlowEngine {
             const ok = isAccepted(await db.query(this.sql.append, values))
             return { result: ok, commit: ok }
           }),
+      undefined,
+      deadline,
     )
     return accepted ? 'accepted' : 'duplicate'
   }
@@ -356,6 +358,13 @@ export class PostgresInbox implements WebhookInbox, OrderingEngine, FlowEngine {
     if (sync === 'off') {
       warnings.push('svc-webhooks: PostgresInbox: synchronous_commit is off: a database crash loses the last commits, deliveries the sender was told 202 about. Set synchronous_commit to on (or local).')
     }
+    try {
+      // Once per line: synchronous_commit off is said above already.
+      const standby = standbyWarnings(await this.first('durabilityWarnings', STANDBY_SETTINGS, []), 'PostgresInbox')
+      warnings.push(...standby.filter((line) => !(sync === 'off' && line.includes('synchronous_commit is off'))))
+    } catch (error) {
+      warnings.push(`svc-webhooks: PostgresInbox could not check the database's standbys (${unchecked(error)}).`)
+    }
     return warnings
   }
 
@@ -386,8 +395,8 @@ export class PostgresInbox implements WebhookInbox, OrderingEngine, FlowEngine {
   }
 
   /** Runs one operation within the deadline, its failure an InboxError. */
-  private run<T>(what: string, attempt: () => Promise<T>, onLate?: (late: T) => void): Promise<T> {
-    return inboxDeadline(`PostgresInbox.${what}`, this.timeoutMs, attempt, { refused: isPostgresRefusal, ...(onLate ? { onLate } : {}) })
+  private run<T>(what: string, attempt: () => Promise<T>, onLate?: (late: T) => void, deadline?: number): Promise<T> {
+    return inboxDeadline(`PostgresInbox.${what}`, budget(this.timeoutMs, deadline), attempt, { refused: isPostgresRefusal, ...(onLate ? { onLate } : {}) })
   }
 
   /** The first row of a statement that always returns one. */

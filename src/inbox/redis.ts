@@ -58,8 +58,8 @@
 import { InboxError, type AppendResult, type DeadLetter, type InboxDelivery, type InboxEntry, type InboxStats, type WebhookInbox } from '../contracts/inbox.js'
 import { DEFAULT_RETENTION_MS } from '../contracts/store.js'
 import { positiveOption } from '../option-checks.js'
-import { adapt, isRedisRefusal, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
-import { inboxDeadline, unchecked } from '../clients/deadline.js'
+import { adapt, isRedisRefusal, replicasOption, replicationWarnings, REPLICATION_INFO, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
+import { budget, inboxDeadline, unchecked } from '../clients/deadline.js'
 import { isRedisCluster, requireHashTag } from '../clients/redis-keys.js'
 import { DEFAULT_PREFIX, LEGACY_PREFIX, legacyWarnings } from './redis-move.js'
 import { APPEND, BURY, COMPLETE, DEAD, EXTEND, EXTRA, PURGE, RELEASE, REQUEUE, RETRY, SETTINGS, STATS, TAKE } from './redis-scripts.js'
@@ -94,6 +94,16 @@ export interface RedisInboxOptions {
    * @default 2000
    */
   timeoutMs?: number
+  /**
+   * Replicas that must hold a write before it counts (`WAIT`): an append before its 202, the
+   * record behind a 200 `duplicate`, a take before the worker starts the handler, an ack before
+   * the worker moves on. A write that does not reach them in time is tried again until the
+   * deadline (its client asked to find the primary through Sentinel again meanwhile). Use 1 with
+   * a primary, two replicas, three sentinels and `min-replicas-to-write 1` (docs/topologies.md).
+   * Needs a client of one primary (plain or Sentinel), not a Cluster client.
+   * @default 0
+   */
+  replicas?: number
 }
 
 const decoder = new TextDecoder()
@@ -201,6 +211,7 @@ export class RedisInbox implements WebhookInbox, OrderingEngine, FlowEngine {
   readonly retentionMs: number
   readonly timeoutMs: number
   private readonly run: Run
+  private readonly read: Run
   private readonly due: string
   /** Ordering and flow control (src/inbox/redis-order.ts), over this inbox's script runner. */
   private readonly order = new RedisOrder(
@@ -215,10 +226,14 @@ export class RedisInbox implements WebhookInbox, OrderingEngine, FlowEngine {
   )
 
   private readonly client: unknown
+  readonly replicas: number
 
-  constructor({ client, prefix = DEFAULT_PREFIX, retentionMs = DEFAULT_RETENTION_MS, timeoutMs = 2000 }: RedisInboxOptions) {
-    this.run = adapt(client, 'RedisInbox')
+  constructor({ client, prefix = DEFAULT_PREFIX, retentionMs = DEFAULT_RETENTION_MS, timeoutMs = 2000, replicas }: RedisInboxOptions) {
     if (typeof prefix !== 'string') throw new TypeError('svc-webhooks: RedisInbox `prefix` must be a string.')
+    this.replicas = replicasOption(replicas, client, 'RedisInbox')
+    this.run = adapt(client, 'RedisInbox', { replicas: this.replicas, fenceKey: `${prefix}fence` })
+    // Reads that promise nothing (stats, dead letters, settings) do not wait for replicas.
+    this.read = this.replicas === 0 ? this.run : adapt(client, 'RedisInbox')
     // On a Cluster every key of one script must share a slot: refused here, not at the first delivery.
     if (isRedisCluster(client)) requireHashTag(prefix, 'RedisInbox `prefix`')
     this.client = client
@@ -231,16 +246,16 @@ export class RedisInbox implements WebhookInbox, OrderingEngine, FlowEngine {
   }
 
   /** Runs `script` within the deadline; `args` (after the prefix) may be rebuilt per attempt. */
-  private call(what: string, script: string, args: string[] | (() => string[]), onLate?: (late: unknown) => void): Promise<unknown> {
-    const attempt = () => this.run(script, this.due, [this.prefix, ...(typeof args === 'function' ? args() : args)])
-    return inboxDeadline(`RedisInbox.${what}`, this.timeoutMs, attempt, { refused: isRedisRefusal, ...(onLate ? { onLate } : {}) })
+  private call(what: string, script: string, args: string[] | (() => string[]), onLate?: (late: unknown) => void, deadline?: number, run = this.run): Promise<unknown> {
+    const attempt = () => run(script, this.due, [this.prefix, ...(typeof args === 'function' ? args() : args)])
+    return inboxDeadline(`RedisInbox.${what}`, budget(this.timeoutMs, deadline), attempt, { refused: isRedisRefusal, ...(onLate ? { onLate } : {}) })
   }
 
   private async acked(what: string, script: string, args: string[]): Promise<boolean> {
     return Number(await this.call(what, script, args)) === 1
   }
 
-  async append(delivery: InboxDelivery): Promise<AppendResult> {
+  async append(delivery: InboxDelivery, deadline?: number): Promise<AppendResult> {
     const { keys, endpoint, id, timestamp, signatureVersion, secretIndex, rawBody, receivedAt } = delivery
     if (!Array.isArray(keys) || keys.length === 0) throw new TypeError('svc-webhooks: RedisInbox.append needs at least one dedupe key.')
     // Checked here because a script stopped by a bad number keeps the writes it already made
@@ -252,7 +267,7 @@ export class RedisInbox implements WebhookInbox, OrderingEngine, FlowEngine {
     const token = crypto.randomUUID()
     const body = Buffer.from(rawBody.buffer, rawBody.byteOffset, rawBody.byteLength).toString('base64')
     const args = [token, JSON.stringify(keys), endpoint, id, String(timestamp), signatureVersion, String(secretIndex), body, String(receivedAt), delivery.traceparent ?? '', ...keys]
-    const result = text(await this.call('append', APPEND, args))
+    const result = text(await this.call('append', APPEND, args, undefined, deadline))
     if (result === 'accepted' || result === 'duplicate') return result
     throw new InboxError('refused', 'RedisInbox.append', 'svc-webhooks: RedisInbox.append got an unexpected reply from Redis.')
   }
@@ -319,7 +334,7 @@ export class RedisInbox implements WebhookInbox, OrderingEngine, FlowEngine {
     const wanted = Math.floor(limit)
     if (!(wanted >= 1)) return []
     // ZRANGE's stop index: -1 (all of them) for an unbounded limit.
-    const reply = await this.call('dead', DEAD, [String(Number.isFinite(wanted) ? wanted - 1 : -1)])
+    const reply = await this.call('dead', DEAD, [String(Number.isFinite(wanted) ? wanted - 1 : -1)], undefined, undefined, this.read)
     return rows(reply).map((row) => {
       const fields = row as unknown[]
       const deadAt = count(fields[EXTRA], 0)
@@ -353,7 +368,7 @@ export class RedisInbox implements WebhookInbox, OrderingEngine, FlowEngine {
     let persistence: unknown
     let memory: unknown
     try {
-      ;[persistence, memory] = rows(await this.call('durabilityWarnings', SETTINGS, []))
+      ;[persistence, memory] = rows(await this.call('durabilityWarnings', SETTINGS, [], undefined, undefined, this.read))
     } catch (error) {
       return [`svc-webhooks: RedisInbox could not check the server's persistence and eviction settings (${unchecked(error)}); make sure it runs with appendonly yes and maxmemory-policy noeviction.`]
     }
@@ -367,11 +382,16 @@ export class RedisInbox implements WebhookInbox, OrderingEngine, FlowEngine {
     if (policy !== undefined && policy !== 'noeviction') {
       warnings.push(`svc-webhooks: RedisInbox: the server's maxmemory-policy is ${policy}: under memory pressure it deletes keys, and an evicted entry is an accepted delivery lost. Set maxmemory-policy noeviction.`)
     }
+    try {
+      warnings.push(...replicationWarnings(await this.call('durabilityWarnings', REPLICATION_INFO, [], undefined, undefined, this.read), this.replicas, 'RedisInbox'))
+    } catch (error) {
+      warnings.push(`svc-webhooks: RedisInbox could not check the server's replication settings (${unchecked(error)}).`)
+    }
     return warnings
   }
 
   async stats(): Promise<InboxStats> {
-    const reply = rows(await this.call('stats', STATS, []))
+    const reply = rows(await this.call('stats', STATS, [], undefined, undefined, this.read))
     const [depth, oldestAgeMs, retrying, dead] = reply.slice(0, 4).map((value) => Number(value))
     const [paused, by, perSecond] = rows(reply[4]).map((value) => (present(value) ? text(value) : ''))
     const flow = { pause: { paused: paused === '1', version: 0, ...(by ? { by } : {}) }, ...(perSecond ? { perSecond: Number(perSecond) } : {}) }

@@ -8,8 +8,8 @@
  */
 import type { ClaimResult, IdempotencyStore } from '../contracts/store.js'
 import { positiveOption } from '../option-checks.js'
-import { withDeadline } from '../clients/deadline.js'
-import { quoteTable, type PostgresQueryable } from '../clients/postgres.js'
+import { budget, unchecked, withDeadline } from '../clients/deadline.js'
+import { quoteTable, standbyWarnings, STANDBY_SETTINGS, type PostgresQueryable } from '../clients/postgres.js'
 import { Maintenance, maintenanceSql, type MaintenanceOptions, type MaintenanceRound } from '../clients/postgres-maintenance.js'
 import { createTableSql, storeStatements, type StoreStatements } from './postgres-sql.js'
 
@@ -124,10 +124,10 @@ export class PostgresStore implements IdempotencyStore {
     return rows.length
   }
 
-  async claim(key: string, owner: string, leaseMs: number): Promise<ClaimResult> {
+  async claim(key: string, owner: string, leaseMs: number, deadline?: number): Promise<ClaimResult> {
     const values = [key, owner, Math.max(1, Math.ceil(leaseMs))]
     try {
-      const { rows } = await withDeadline('PostgresStore.claim', this.timeoutMs, () => this.db.query(this.sql.claim, values), { onLate: (late) => {
+      const { rows } = await withDeadline('PostgresStore.claim', budget(this.timeoutMs, deadline), () => this.db.query(this.sql.claim, values), { onLate: (late) => {
         // The claim landed after we answered 503: give the id back so the retry is not held for a lease.
         if ((late.rows[0] as { state?: string } | undefined)?.state === 'claimed') this.release(key, owner).catch(() => undefined)
       } })
@@ -140,14 +140,33 @@ export class PostgresStore implements IdempotencyStore {
     }
   }
 
-  async complete(key: string, owner: string, retentionMs: number): Promise<boolean> {
+  async complete(key: string, owner: string, retentionMs: number, deadline?: number): Promise<boolean> {
     const values = [key, owner, Math.max(1, Math.ceil(retentionMs))]
-    const { rows } = await withDeadline('PostgresStore.complete', this.timeoutMs, () => this.db.query(this.sql.complete, values))
+    const { rows } = await withDeadline('PostgresStore.complete', budget(this.timeoutMs, deadline), () => this.db.query(this.sql.complete, values))
     return (rows[0] as { owned?: unknown } | undefined)?.owned === true
   }
 
   async release(key: string, owner: string): Promise<boolean> {
     const { rows } = await withDeadline('PostgresStore.release', this.timeoutMs, () => this.db.query(this.sql.release, [key, owner]))
     return rows.length > 0
+  }
+
+  /**
+   * What in the database's replication breaks the store's promise: a standby no commit waits
+   * for (a promote loses completions already answered 2xx, so a resend runs the handler again),
+   * or `synchronous_commit` `local`/`off` in front of a synchronous one. One line each, empty when
+   * none (a database without standbys included); one line saying so when it cannot be read.
+   * Never rejects.
+   *
+   * @example
+   * for (const line of await store.durabilityWarnings()) console.warn(line)
+   */
+  async durabilityWarnings(): Promise<string[]> {
+    try {
+      const { rows } = await withDeadline('PostgresStore.durabilityWarnings', this.timeoutMs, () => this.db.query(STANDBY_SETTINGS))
+      return standbyWarnings(rows[0] as Parameters<typeof standbyWarnings>[0], 'PostgresStore')
+    } catch (error) {
+      return [`svc-webhooks: PostgresStore could not check the database's standbys (${unchecked(error)}).`]
+    }
   }
 }

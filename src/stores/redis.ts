@@ -6,9 +6,9 @@
  * complete) and each step is atomic on the server.
  */
 import type { ClaimResult, IdempotencyStore } from '../contracts/store.js'
-import { adapt, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
+import { adapt, replicasOption, replicationWarnings, REPLICATION_INFO, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
 import { positiveOption } from '../option-checks.js'
-import { withDeadline } from '../clients/deadline.js'
+import { budget, unchecked, withDeadline } from '../clients/deadline.js'
 import { CLAIM, COMPLETE, RELEASE } from './redis-scripts.js'
 
 
@@ -31,6 +31,16 @@ export interface RedisStoreOptions {
    * @default 2000
    */
   timeoutMs?: number
+  /**
+   * Replicas that must hold a write before it counts (`WAIT`): a claim before its handler runs,
+   * a completion before its 2xx, and the record behind a 200 `duplicate`. A write that does not
+   * reach them in time is tried again until the receiver's deadline (its client asked to find
+   * the primary through Sentinel again meanwhile), then answered 503. Use 1 with a primary, two
+   * replicas, three sentinels and `min-replicas-to-write 1` (docs/topologies.md). Needs a client
+   * of one primary (plain or Sentinel), not a Cluster client.
+   * @default 0
+   */
+  replicas?: number
 }
 
 /**
@@ -48,20 +58,26 @@ export class RedisStore implements IdempotencyStore {
   readonly prefix: string
   readonly timeoutMs: number
   private readonly run: Run
+  private readonly read: Run
 
-  constructor({ client, prefix = 'svc-webhooks:', timeoutMs = 2000 }: RedisStoreOptions) {
-    this.run = adapt(client)
+  readonly replicas: number
+
+  constructor({ client, prefix = 'svc-webhooks:', timeoutMs = 2000, replicas }: RedisStoreOptions) {
     if (typeof prefix !== 'string') throw new TypeError('svc-webhooks: RedisStore `prefix` must be a string.')
+    this.replicas = replicasOption(replicas, client, 'RedisStore')
+    this.run = adapt(client, 'RedisStore', { replicas: this.replicas, fenceKey: `${prefix}fence` })
+    // The settings read promises nothing: it does not wait for replicas.
+    this.read = this.replicas === 0 ? this.run : adapt(client, 'RedisStore')
     positiveOption(timeoutMs, 'RedisStore `timeoutMs`')
     this.prefix = prefix
     this.timeoutMs = timeoutMs
   }
 
-  async claim(key: string, owner: string, leaseMs: number): Promise<ClaimResult> {
+  async claim(key: string, owner: string, leaseMs: number, deadline?: number): Promise<ClaimResult> {
     const k = this.prefix + key
     const args = [owner, String(Math.max(1, Math.ceil(leaseMs)))]
     try {
-      const state = await withDeadline('RedisStore.claim', this.timeoutMs, () => this.run(CLAIM, k, args), { onLate: (late) => {
+      const state = await withDeadline('RedisStore.claim', budget(this.timeoutMs, deadline), () => this.run(CLAIM, k, args), { onLate: (late) => {
         // The claim landed after we answered 503: give the id back so the retry is not held for a lease.
         if (String(late) === 'claimed') this.release(key, owner).catch(() => undefined)
       } })
@@ -73,15 +89,32 @@ export class RedisStore implements IdempotencyStore {
     }
   }
 
-  async complete(key: string, owner: string, retentionMs: number): Promise<boolean> {
+  async complete(key: string, owner: string, retentionMs: number, deadline?: number): Promise<boolean> {
     const args = [owner, String(Math.max(1, Math.ceil(retentionMs)))]
-    const owned = await withDeadline('RedisStore.complete', this.timeoutMs, () => this.run(COMPLETE, this.prefix + key, args))
+    const owned = await withDeadline('RedisStore.complete', budget(this.timeoutMs, deadline), () => this.run(COMPLETE, this.prefix + key, args))
     return Number(owned) === 1
   }
 
   async release(key: string, owner: string): Promise<boolean> {
     const released = await withDeadline('RedisStore.release', this.timeoutMs, () => this.run(RELEASE, this.prefix + key, [owner]))
     return Number(released) === 1
+  }
+
+  /**
+   * What in the server's replication settings breaks the store's promise (no replica,
+   * `min-replicas-to-write` 0, fewer replicas than `replicas`): one line each, empty when none;
+   * one line saying so when the settings cannot be read. Never rejects.
+   *
+   * @example
+   * for (const line of await store.durabilityWarnings()) console.warn(line)
+   */
+  async durabilityWarnings(): Promise<string[]> {
+    try {
+      const info = await withDeadline('RedisStore.durabilityWarnings', this.timeoutMs, () => this.read(REPLICATION_INFO, `${this.prefix}fence`, []))
+      return replicationWarnings(info, this.replicas, 'RedisStore')
+    } catch (error) {
+      return [`svc-webhooks: RedisStore could not check the server's replication settings (${unchecked(error)}).`]
+    }
   }
 }
 

@@ -310,3 +310,31 @@ export async function sendAtRate({ count, rate, onSchedule, deliveries: given, .
   await Promise.all(inFlight)
   return { figures: finish(), ids, delivered, deliveries }
 }
+
+/**
+ * Sends every one of `deliveries` again (same id, same bytes, fresh signatures), `concurrency` at
+ * a time, through the same retry rules: a user's resend of everything, or the sender's later
+ * retry, after a fault. Every delivery answered 2xx before must be answered 200 duplicate now,
+ * its handler not run again.
+ *
+ * @param {SenderRules & { deliveries: Delivery[], concurrency?: number }} options
+ * @returns {Promise<{ figures: SenderFigures, delivered: Set<string> }>}
+ * @example
+ * const again = await resendAll({ urls, secret, deliveries: first.deliveries })
+ */
+export async function resendAll({ deliveries, concurrency = 16, ...rules }) {
+  const { figures, send, finish } = createSender(rules)
+  figures.deliveries = deliveries.length
+  figures.laterResends = deliveries.length
+  /** @type {Set<string>} */
+  const delivered = new Set()
+  const queue = [...deliveries]
+  async function worker() {
+    // Bounded: each turn takes one delivery off the queue.
+    for (let delivery = queue.shift(); delivery !== undefined; delivery = queue.shift()) {
+      if (await send(delivery)) delivered.add(delivery.id)
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, worker))
+  return { figures: finish(), delivered }
+}
