@@ -5,7 +5,7 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '**/node_modules/**', 'examples/**/.next/**', 'test/apps/**/.next/**', 'coverage/**', 'scripts/runtime-binaries/**'] },
+  { ignores: ['dist/**', 'node_modules/**', '**/node_modules/**', 'examples/**/.next/**', 'test/apps/**/.next/**', 'coverage/**', 'scripts/runtime-binaries/**', 'test/docs/contexts/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -21,25 +21,40 @@ const optional = Object.fromEntries(
     service: 'src/service/index.ts',
     history: 'src/history/index.ts',
     console: 'src/entries/console.ts',
-    cli: 'src/cli/index.ts',
   }).filter(([, file]) => existsSync(file)),
 )
 
-export default defineConfig({
-  entry: {
-    index: 'src/index.ts',
-    testing: 'src/testing.ts',
-    'crypto/node': 'src/crypto/node.ts',
-    'crypto/web': 'src/crypto/web.ts',
-    ...adapters,
-    ...optional,
-  },
-  format: ['esm', 'cjs'],
+const shared = {
   dts: true,
-  splitting: true,
   sourcemap: false,
   clean: false, // several builds may run at once during development; `prepack` starts from an empty dist/
   target: 'es2022',
   platform: 'neutral',
-  external: ['#crypto', /^node:/, /^svc-webhooks/],
-})
+  // `node:crypto`, not `crypto`: the prefix is what Deno, Bun and bundlers recognise as a built-in.
+  removeNodeProtocol: false,
+} as const
+
+const publicEntries = { index: 'src/index.ts', testing: 'src/testing.ts', ...adapters, ...optional }
+
+export default defineConfig([
+  {
+    ...shared,
+    entry: { ...publicEntries, 'crypto/node': 'src/crypto/node.ts', 'crypto/web': 'src/crypto/web.ts' },
+    // `#crypto` is resolved by package.json "imports" at run time; no published type names it.
+    dts: { entry: publicEntries },
+    format: ['esm', 'cjs'],
+    splitting: true,
+    external: ['#crypto', /^node:/, /^svc-webhooks/],
+  },
+  // The CLI is the package's `bin`, an ES module run by node: one file of its own, so that its
+  // code shares no chunk with the library's entries (fewer files for an `import` to load) and no
+  // CommonJS copy ships that nothing runs.
+  {
+    ...shared,
+    entry: { cli: 'src/cli/index.ts' },
+    format: ['esm'],
+    dts: false,
+    splitting: false,
+    external: ['#crypto', /^node:/, /^svc-webhooks/],
+  },
+])

@@ -4,7 +4,7 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 import { createWebhookReceiver, type VerifiedDelivery, type VerifyOptions, type WebhookReceiverOptions, type WebhookStatsSource } from '../src/index.js'
-import { createVerifier } from '../src/transport.js'
+import { createVerifier } from '../src/verify-only.js'
 import { nodeTransport, sendNode } from './node.js'
 
 declare global {

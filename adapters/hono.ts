@@ -8,8 +8,8 @@ import { createMiddleware } from 'hono/factory'
 import { HTTPException } from 'hono/http-exception'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
 import { createWebhookReceiver, discardNodeBody, readNodeBody, readRequestBody, type NodeBodyStream, type VerifiedDelivery, type VerifyOptions } from '../src/index.js'
-import type { WebhookHandlers, WebhookInboxProducer, WebhookReceiverOptions, WebhookStatsSource, WebhookTransport } from '../src/index.js'
-import { createVerifier } from '../src/transport.js'
+import type { WebhookHandlers, WebhookInboxProducer, WebhookLog, WebhookReceiverOptions, WebhookStatsSource, WebhookTransport } from '../src/index.js'
+import { createVerifier } from '../src/verify-only.js'
 import { toResponse } from './fetch.js'
 
 /** Hono's Variables map after verify-only `webhooks(options)`: `c.var.webhook` / `c.get('webhook')`. */
@@ -44,8 +44,8 @@ const honoTransport: WebhookTransport<Context> = {
  * })
  */
 export function webhooks(options: WebhookReceiverOptions<Context> & ({ on: WebhookHandlers } | { inbox: WebhookInboxProducer })): MiddlewareHandler & WebhookStatsSource
-export function webhooks(options: VerifyOptions<Context>): MiddlewareHandler<{ Variables: WebhookVariables }>
-export function webhooks(options: VerifyOptions<Context> & { on?: WebhookHandlers; inbox?: WebhookInboxProducer }): MiddlewareHandler {
+export function webhooks(options: VerifyOptions<Context> & { log?: WebhookLog }): MiddlewareHandler<{ Variables: WebhookVariables }>
+export function webhooks(options: VerifyOptions<Context> & { on?: WebhookHandlers; inbox?: WebhookInboxProducer; log?: WebhookLog }): MiddlewareHandler {
   if (options.on !== undefined || options.inbox !== undefined) {
     const receiver = createWebhookReceiver(options as WebhookReceiverOptions<Context>)
     const middleware: MiddlewareHandler = async (c) => toResponse(await receiver.receive(c, honoTransport))

@@ -24,7 +24,7 @@ export {
   type WebhookHeaders,
 } from './headers.js'
 export type { WebhookInput } from './input.js'
-export { ANSWERS, type AnswerName, type AnswerRow } from './answers.js'
+export { ANSWERS, type AnswerName, type AnswerRow } from './answer-texts.js'
 export { DEFAULT_MAX_BODY_BYTES, DEFAULT_TOLERANCE_SECONDS, type SecretLookup, type Secrets, type VerifyOptions } from './options.js'
 export type { SecretSource, SecretState } from './secrets/index.js'
 export {

@@ -4,7 +4,7 @@
  * table; spec/service-api.md §6.3: 5xx and 429 are retried, every other 4xx is permanent).
  */
 import { hmacHex } from '#crypto'
-import { ANSWERS, renderAnswers, type AnswerName, type RenderedAnswers, type WebhookAnswerCode, type WebhookOutcome, type WebhookResponse } from './answers.js'
+import { ANSWER_ROWS, renderAnswers, type AnswerName, type RenderedAnswers, type WebhookAnswerCode, type WebhookOutcome, type WebhookResponse } from './answers.js'
 import { answerNameOf } from './errors.js'
 import type { WebhookHandler, WebhookHandlers } from './contracts/handler.js'
 import { DELIVERY_ID, HEADER_ID, type SignedHeaders } from './headers.js'
@@ -348,7 +348,7 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
   /** Settles `result` with a row of the table and returns that row's answer. */
   function end(result: WebhookResult, name: AnswerName, error?: unknown): WebhookResponse {
     const answer = answers[name]
-    result.outcome = ANSWERS[name].outcome
+    result.outcome = ANSWER_ROWS[name].outcome
     if (name !== 'processed') result.code = name
     if (error !== undefined) result.error = error
     return answer

@@ -1,14 +1,9 @@
 /**
  * What an adapter supplies for its framework's request (the method, one header, the raw bytes,
- * whether something already read them), and verify-only mode: the core's verification through a
- * transport, with the refusal already turned into its answer, so a middleware that only verifies
- * has nothing to decide either. The receiver (src/receiver.ts) drives the same transport.
+ * whether something already read them). The receiver (src/receiver.ts) and verify-only mode
+ * (src/verify-only.ts) drive the same transport.
  */
-import type { WebhookResponse } from './answers.js'
 import type { HeaderGetter } from './headers.js'
-import { resolveVerifyOptions, type VerifyOptions } from './options.js'
-import { errorResponse } from './errors.js'
-import { verifyDelivery, type VerifiedDelivery } from './verify.js'
 
 /**
  * What an adapter supplies for its framework's request type `R`: the method, one header, and the
@@ -41,33 +36,4 @@ export interface WebhookTransport<R> {
    * before its body), bounded by `timeoutMs`, so the answer reaches a client still writing.
    */
   discard?(request: R, timeoutMs: number): void
-}
-
-/** Verify-only mode's result: the delivery, or why it was refused and the answer for it. */
-export type Verification =
-  | { delivery: VerifiedDelivery; error?: undefined; answer?: undefined }
-  | { delivery?: undefined; error: unknown; answer: WebhookResponse }
-
-/**
- * Verify-only mode for a framework's middleware: options checked now (a `TypeError` here, not on
- * the first request); per request the core's verification, and on a refusal the rest of the body
- * dropped and the answer of the table (a `WebhookVerificationError`'s own, anything else 500
- * `internal_error`), for the framework's error path. Never rejects.
- *
- * @example
- * const verify = createVerifier(options)
- * const { delivery, error, answer } = await verify(req, nodeTransport)
- * if (error) return next(error)
- */
-export function createVerifier<R>(options: VerifyOptions<R>): (request: R, transport: WebhookTransport<R>) => Promise<Verification> {
-  const opts = resolveVerifyOptions(options)
-  return async (request, transport) => {
-    try {
-      const verified = verifyDelivery(request, transport, opts, true)
-      return { delivery: (verified instanceof Promise ? await verified : verified) as VerifiedDelivery }
-    } catch (error) {
-      transport.discard?.(request, opts.bodyTimeoutMs)
-      return { error, answer: errorResponse(error) }
-    }
-  }
 }

@@ -7,7 +7,8 @@
  * counts its consecutive failing answers to the sender, warning well before the sender disables
  * the endpoint at 20 (spec/service-api.md §6.3). `stats()` reads the same counters, exact.
  */
-import { ANSWERS, type AnswerName, type AnswerRow, type WebhookAnswerCode, type WebhookOutcome } from './answers.js'
+import { outcomeRow, type AnswerRow, type OUTCOME_TEXTS } from './answer-texts.js'
+import type { WebhookAnswerCode, WebhookOutcome } from './answers.js'
 import { isWebhookVerificationError } from './errors.js'
 import { KNOWN_EVENT_TYPES } from './events.js'
 import type { InboxStats } from './contracts/inbox.js'
@@ -169,7 +170,7 @@ export function resultLine(result: {
   error?: unknown
 }): (() => string) | undefined {
   // A refusal's line gives its error's message, which speaks of this request; another row's, its cause and fix.
-  const row: AnswerRow | undefined = result.outcome === 'refused' ? undefined : ANSWERS[result.outcome as AnswerName]
+  const row: AnswerRow | undefined = result.outcome === 'refused' ? undefined : outcomeRow(result.outcome as keyof typeof OUTCOME_TEXTS)
   const failed = row !== undefined && row.status >= 500
   if (result.outcome !== 'refused' && !failed && !(result.outcome === 'processed' && result.error !== undefined)) return undefined
   // Built only when written: under a flood, repeats of a kind are counted, never formatted.

@@ -8,7 +8,7 @@
  * a delivery signed with another tenant's secret is refused at this tenant's URL.
  */
 import { randomUUID } from 'node:crypto'
-import { ANSWERS, type AnswerName } from '../answers.js'
+import { ANSWERS, type AnswerName } from '../answer-texts.js'
 import { sampleEvent, serializeEvent, signWebhook, type SignedWebhook, type SignWebhookOptions } from '../signing.js'
 import { defineCommand, EXIT, httpUrl, integer, UsageError, type Io } from './command.js'
 import { answerCode, answeredIgnored, FIXES, noHandler, OTHER_SECRET, RAW_BYTES, type RefusalCode } from './fixes.js'

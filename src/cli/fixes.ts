@@ -7,7 +7,7 @@
  * snippet, what a wrong secret looks like on a receiver of many endpoints, how to check the
  * clock), keyed by code, and never ships in the core.
  */
-import { ANSWERS, type AnswerName } from '../answers.js'
+import { ANSWERS, type AnswerName } from '../answer-texts.js'
 
 /** A cause, in a few words, and what to change. */
 export interface Fix {
@@ -75,8 +75,17 @@ export const FIXES = Object.fromEntries(
  * answers table's `ignored` row (`{ ok: true, ignored: true }`), for an event type with no handler.
  */
 export function answeredIgnored(body: string): boolean {
+  return flagged(body, 'ignored')
+}
+
+/** The answer marks the delivery a duplicate (`{ ok: true, duplicate: true }`): its handler did not run again. */
+export function answeredDuplicate(body: string): boolean {
+  return flagged(body, 'duplicate')
+}
+
+function flagged(body: string, flag: 'ignored' | 'duplicate'): boolean {
   try {
-    return (JSON.parse(body) as { ignored?: unknown } | null)?.ignored === true
+    return (JSON.parse(body) as Record<string, unknown> | null)?.[flag] === true
   } catch {
     return false
   }

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `svc-webhooks` bin: dispatches to send, sign, verify, doctor, endpoints and history, prints the version, maps
+ * The `svc-webhooks` bin: dispatches to send, sign, verify, doctor, endpoints, history and listen, prints the version, maps
  * errors to the exit codes (0 ok, 1 check failed, 2 usage error) and never prints a secret.
  */
 import { existsSync, readFileSync, realpathSync } from 'node:fs'
@@ -9,11 +9,12 @@ import { EXIT, UsageError, type Command, type Io } from './command.js'
 import { doctor } from './doctor.js'
 import { endpoints } from './endpoints.js'
 import { history } from './history.js'
+import { listen } from './listen.js'
 import { send } from './send.js'
 import { sign } from './sign.js'
 import { verify } from './verify.js'
 
-const COMMANDS: readonly Command[] = [send, sign, verify, doctor, endpoints, history]
+const COMMANDS: readonly Command[] = [send, sign, verify, doctor, endpoints, history, listen]
 
 function help(): string {
   const names = COMMANDS.map((c) => [c.name, ...(c.positionals ?? [])].join(' '))
@@ -26,7 +27,7 @@ ${COMMANDS.map((c, i) => `  ${names[i]!.padEnd(width)}${c.summary}`).join('\n')}
 Run "svc-webhooks <command> --help" for its options, "svc-webhooks --version" for the version.
 
 The secret is read from $SVC_WEBHOOK_SECRET (or --secret-env NAME, --secret-file PATH).
-"endpoints" talks to the service: $SVC_API_URL, $SVC_API_TOKEN (never printed), $SVC_BUSINESS_ID.
+"endpoints" and "listen" talk to the service: $SVC_API_URL, $SVC_API_TOKEN (never printed), $SVC_BUSINESS_ID.
 
 Exit codes:
   0  ok: delivered (2xx), verified, or every doctor check passed

@@ -5,7 +5,7 @@
  */
 import { sampleEvent, sampleEvents, signWebhook, type SignedWebhook } from '../signing.js'
 import { defineCommand, EXIT, httpUrl, integer, readBytes, type Io } from './command.js'
-import { answerCode, answeredIgnored, FIXES, NO_ROUTE, noHandler, OTHER_SECRET, type Fix } from './fixes.js'
+import { answerCode, answeredDuplicate, answeredIgnored, FIXES, NO_ROUTE, noHandler, OTHER_SECRET, type Fix } from './fixes.js'
 import { clip, post, SENDER_TIMEOUT_MS, senderReading, type Answer } from './http.js'
 import { SECRET_FLAGS, signingSecret } from './secret.js'
 
@@ -56,7 +56,12 @@ point it at your own receiver.`,
       // A resend keeps the id and the bytes and re-signs with a fresh timestamp (spec §6.2).
       const timestamp = Math.max(Math.floor(Date.now() / 1000), first.timestamp + 1)
       const again = await signWebhook({ secret, body: first.rawBody, id: first.id, timestamp, schemes })
-      ok = report(io, 'resend', url, again, await post(url, again, timeoutMs), sent) && ok
+      const answer = await post(url, again, timeoutMs)
+      ok = report(io, 'resend', url, again, answer, sent) && ok
+      if (answer.error === undefined && answer.status >= 200 && answer.status < 300 && !answeredDuplicate(answer.body) && !answeredIgnored(answer.body)) {
+        io.out('  warning: the resend was taken as a new delivery, not marked a duplicate: did the handler run twice?\n' +
+          '  fix: deduplicate on svc-webhook-id (claim -> run -> complete) and answer 2xx {"duplicate":true} for an id already processed.\n')
+      }
     }
     return ok ? EXIT.ok : EXIT.failed
   },
@@ -85,6 +90,7 @@ function report(io: Io, what: string, url: URL, signed: SignedWebhook, answer: A
   let reading = senderReading(answer.status)
   if (noRoute) reading = 'not delivered: nothing at this URL took the delivery (the service would not retry it)'
   else if (ignored) reading = 'delivered, but ignored: the receiver ran no handler for it'
+  else if (delivered && answeredDuplicate(answer.body)) reading = 'a duplicate: delivered before, the handler did not run again'
   io.out(`  ${answer.status} ${answer.statusText} in ${Math.round(answer.ms)} ms: ${reading}\n`)
   // An HTML "not found" page says nothing the hint does not.
   if (answer.body !== '' && !noRoute) io.out(`  ${clip(answer.body)}\n`)

@@ -2,7 +2,7 @@
  * `svc-webhooks verify`: checks a captured request and says which rule fails and how to fix it.
  * The verdict is the core's; the diagnosis (diagnose.ts) explains it.
  */
-import { ANSWERS } from '../answers.js'
+import { ANSWERS } from '../answer-texts.js'
 import { parseRawRequest, parseHeaders, type CapturedHeaders } from './capture.js'
 import { defineCommand, EXIT, integer, readBytes, readText, UsageError } from './command.js'
 import { diagnose } from './diagnose.js'

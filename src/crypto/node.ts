@@ -12,8 +12,8 @@
  * copies the body. Both paths are checked against the same known-answer vectors.
  */
 import { Buffer, isUtf8 } from 'node:buffer'
-import * as nodeCrypto from 'node:crypto'
 import type { KeyObject } from 'node:crypto'
+import { createRequire } from 'node:module'
 
 /** A secret imported once: the key for `createHmac`, and the pads of the one-shot path. */
 export interface SecretKey {
@@ -28,16 +28,36 @@ const BLOCK = 64
 /** Above this size, copying the body next to the pad costs more than the stream object saves. */
 const ONE_SHOT_MAX_BODY = 32 * 1024
 
+type NodeCrypto = typeof import('node:crypto')
 type OneShotHash = (algorithm: string, data: Uint8Array, outputEncoding: 'latin1' | 'hex') => string
-/** A namespace lookup, not a named import: a runtime without `hash` must still load this module. */
-const oneShotHash = typeof nodeCrypto.hash === 'function' ? (nodeCrypto.hash as OneShotHash) : undefined
+
+/**
+ * node:crypto, loaded by the first secret rather than by the import: loading it takes about
+ * 15 ms, more than everything else `import 'svc-webhooks'` does, and a process that never
+ * verifies (a CLI command, a worker that only reads an inbox) should not pay it.
+ */
+let nodeCrypto: NodeCrypto | undefined
+/** Set with `nodeCrypto`; a runtime without `hash` (Node < 20.12) streams every body. */
+let oneShotHash: OneShotHash | undefined
+
+function loadCrypto(): NodeCrypto {
+  if (nodeCrypto) return nodeCrypto
+  const builtin = (process as { getBuiltinModule?: (id: string) => unknown }).getBuiltinModule
+  // Node < 20.16 has no getBuiltinModule. A built-in resolves the same from any base path, and
+  // `import.meta` would be a syntax error in the CommonJS build.
+  const load = builtin ? (id: string) => builtin(id) : createRequire('/')
+  nodeCrypto = load('node:crypto') as NodeCrypto
+  oneShotHash = typeof nodeCrypto.hash === 'function' ? (nodeCrypto.hash as OneShotHash) : undefined
+  return nodeCrypto
+}
 
 /** Imports a secret once; the result is cached by the caller for the life of the options. */
 export function importSecret(secret: string): SecretKey {
+  const crypto = loadCrypto()
   const bytes = Buffer.from(secret, 'utf8')
-  const key = nodeCrypto.createSecretKey(bytes)
+  const key = crypto.createSecretKey(bytes)
   // RFC 2104: a key longer than a block is hashed first.
-  const block = bytes.byteLength > BLOCK ? nodeCrypto.createHash('sha256').update(bytes).digest() : bytes
+  const block = bytes.byteLength > BLOCK ? crypto.createHash('sha256').update(bytes).digest() : bytes
   const ipad = Buffer.alloc(BLOCK, 0x36)
   const outer = Buffer.alloc(BLOCK + 32, 0x5c)
   for (let i = 0; i < block.byteLength; i++) {
@@ -98,7 +118,7 @@ export function hmacMatches(key: SecretKey, prefix: string, body: Uint8Array, si
 
 /** The same HMAC through `createHmac`: two `update` calls, so the body is never copied. */
 export function hmacHexStreamed(key: SecretKey, prefix: string, body: Uint8Array): string {
-  return nodeCrypto.createHmac('sha256', key.key).update(prefix, 'latin1').update(body).digest('hex')
+  return loadCrypto().createHmac('sha256', key.key).update(prefix, 'latin1').update(body).digest('hex')
 }
 
 /**

@@ -47,6 +47,13 @@ const OBJECT_URL = 'https://svc-webhooks.durable-object/'
  * // wrangler.toml: [[durable_objects.bindings]] name = "WEBHOOK_IDEMPOTENCY", class_name = "WebhookIdempotencyObject"
  */
 export class WebhookIdempotencyObject {
+  /**
+   * Type only, nothing at run time: what @cloudflare/workers-types' `Rpc.DurableObjectBranded`
+   * asks of a class a `DurableObjectNamespace<T>` names (the type `wrangler types` writes for the
+   * binding), without importing `cloudflare:workers`, which Node.js cannot load.
+   */
+  declare readonly __DURABLE_OBJECT_BRAND: never
+
   constructor(
     private readonly state: DurableObjectStateLike,
     _env?: unknown,

@@ -35,6 +35,10 @@ describe('svc-webhooks send', () => {
     expect(out.stdout).toMatch(/^resend: POST/m)
     expect(out.stdout).toContain(`id ${id} `)
     expect(out.stdout).toContain('{"ok":true,"duplicate":true}')
+    // The resend's answer is read as what it is: not a second delivery.
+    const resend = out.stdout.slice(out.stdout.indexOf('resend: POST'))
+    expect(resend).toMatch(/^ {2}200 OK in \d+ ms: a duplicate: delivered before, the handler did not run again$/m)
+    expect(resend).not.toMatch(/ms: delivered$/m)
     expect(out.code).toBe(0)
     expect((await runs())[id!]).toBe(1)
   })

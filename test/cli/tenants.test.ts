@@ -46,7 +46,7 @@ describe('svc-webhooks send to a tenant URL', () => {
     const acme = await as(ACME, ['send', receiver.url('acme'), '--resend'])
     expect(acme.stdout).toContain(`send: POST ${receiver.url('acme')}`)
     expect(acme.stdout).toMatch(/^ {2}200 OK in \d+ ms: delivered\n {2}\{"ok":true\}$/m)
-    expect(acme.stdout).toMatch(/^ {2}200 OK in \d+ ms: delivered\n {2}\{"ok":true,"duplicate":true\}$/m)
+    expect(acme.stdout).toMatch(/^ {2}200 OK in \d+ ms: a duplicate: delivered before, the handler did not run again\n {2}\{"ok":true,"duplicate":true\}$/m)
     expect(acme.code).toBe(0)
     for (const secret of [GLOBEX_NEW, GLOBEX_OLD]) expect((await as(secret, ['send', receiver.url('globex')])).code).toBe(0)
   })

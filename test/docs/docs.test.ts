@@ -5,12 +5,12 @@
  * repository, and every one in the Markdown the tarball ships resolves inside the tarball: a
  * reader in node_modules cannot follow a link to examples/ or bench/, which are not published.
  *
- * Every fenced js/ts block in README.md and docs/*.md either is a whole file (its
- * first line names it: `// server.mjs`) or says on its first line that it is a fragment
- * (`// fragment: ...`). Each whole file runs as pasted, in a fresh directory whose package.json is
+ * Every fenced js/ts block in README.md and docs/*.md that is a whole file (its first line names
+ * it: `// server.mjs`) runs as pasted (fragments run in fragments.test.ts), in a fresh directory whose package.json is
  * what `npm init -y` writes (CommonJS, unless the page says `npm pkg set type=module`), against
  * the packed tarball (`npm pack`; frameworks linked from this repository's node_modules):
  *
+ * - a `*.test.ts` file runs under vitest, every test passing;
  * - a server starts on $PORT, answers one delivery signed by the tarball's testing kit 2xx (its
  *   handler ran, or an inbox stored it), and is stopped;
  * - a Lambda handler, a Next.js route and a Cloudflare Worker get one signed delivery the way
@@ -33,6 +33,7 @@ import { build, transform } from 'esbuild'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freePort } from '../../tools/free-port.mjs'
 import { brokenLinks } from '../support/markdown.js'
+import { allBlocks, CODE, PAGES, WHOLE_FILE } from '../support/doc-blocks.js'
 import { eventOf } from '../support/lambda-events.js'
 import { postgresSkipReason, redisSkipReason } from '../support/services.js'
 import { startPostgresServer, type PostgresServer } from '../../tools/postgres.mjs'
@@ -42,47 +43,14 @@ import { startWorkerd } from '../support/workerd.js'
 const root = resolve(import.meta.dirname, '../..')
 const SECRET = 'svc_whsec_docs_snippets'
 
-const PAGES = [
-  'README.md',
-  ...readdirSync(join(root, 'docs'))
-    .filter((file) => file.endsWith('.md'))
-    .map((file) => `docs/${file}`),
-]
-
-interface Block {
-  page: string
-  /** 1-based line of the opening fence. */
-  line: number
-  lang: string
-  code: string
-}
-
-/** The fenced js/ts blocks of a page (a block indented under a list item included). */
-function blocks(page: string): Block[] {
-  const text = readFileSync(join(root, page), 'utf8')
-  const found: Block[] = []
-  for (const m of text.matchAll(/^( *)```(js|mjs|cjs|ts|mts|tsx)\n([\s\S]*?)^\1```$/gm)) {
-    const indent = m[1]!.length
-    const code = m[3]!
-      .split('\n')
-      .map((l) => l.slice(indent))
-      .join('\n')
-    found.push({ page, line: text.slice(0, m.index).split('\n').length, lang: m[2]!, code })
-  }
-  return found
-}
-
-/** The file a block names on its first line (`// server.ts`, `// src/worker.ts: ...`), if any. */
-const WHOLE_FILE = /^\/\/ ((?:[\w.-]+\/)*[\w.-]+\.(?:m?[jt]s|cjs|cts|tsx))(?::|$|\s)/
-const FRAGMENT = /^\/\/ fragment\b/
-
-const all = PAGES.flatMap(blocks)
+const all = allBlocks().filter((b) => CODE.has(b.lang))
 const wholeFiles = all.filter((b) => WHOLE_FILE.test(b.code)).map((b) => ({ ...b, file: WHOLE_FILE.exec(b.code)![1]! }))
 type WholeFile = (typeof wholeFiles)[number]
 
 /** How a whole file is run, from what it imports and is named. */
-type Kind = 'server' | 'lambda' | 'next-app' | 'next-pages' | 'worker' | 'inbox-worker' | 'module'
+type Kind = 'vitest' | 'server' | 'lambda' | 'next-app' | 'next-pages' | 'worker' | 'inbox-worker' | 'module'
 function kindOf({ file, code }: WholeFile): Kind {
+  if (/\.test\.[mc]?[jt]s$/.test(file)) return 'vitest'
   if (code.includes("'svc-webhooks/cloudflare'")) return 'worker'
   if (code.includes('createInboxWorker(') && code.includes('RedisInbox') && !/\.listen\(|serve\(/.test(code)) return 'inbox-worker'
   if (code.includes("'svc-webhooks/lambda'")) return 'lambda'
@@ -105,7 +73,7 @@ const children: ChildProcess[] = []
 const needs = (what: string) => wholeFiles.some((b) => b.code.includes(what))
 
 /** Links from this repository's node_modules that the snippets import (as `npm install <framework>` would add). */
-const LINKED = ['express', 'hono', '@hono/node-server', 'fastify', 'koa', '@types/koa', 'ioredis', 'redis', 'pg', 'next', '@types/node', '@types/express', '@types/pg', '@types/aws-lambda']
+const LINKED = ['vitest', 'express', 'hono', '@hono/node-server', 'fastify', 'koa', '@types/koa', 'ioredis', 'redis', 'pg', 'next', '@types/node', '@types/express', '@types/pg', '@types/aws-lambda']
 
 beforeAll(async () => {
   if (!readdirSync(join(root, 'dist')).includes('index.js')) throw new Error('dist/ is missing: run `npm run build` first')
@@ -145,7 +113,7 @@ async function project(block: WholeFile, n: number): Promise<{ dir: string; run:
   mkdirSync(dirname(join(dir, block.file)), { recursive: true })
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `snippet-${n}`, version: '1.0.0', main: 'index.js', license: 'ISC', type }, null, 2))
   writeFileSync(join(dir, block.file), block.code)
-  if (!/\.m?ts$|\.cts$/.test(block.file)) return { dir, run: block.file, type }
+  if (!/\.m?ts$|\.cts$/.test(block.file) || kindOf(block) === 'vitest') return { dir, run: block.file, type }
   // tsx compiles a .ts file to the module format its package.json says (an .mts is always ESM).
   const esm = block.file.endsWith('.mts') || (type === 'module' && !block.file.endsWith('.cts'))
   const { code } = await transform(block.code, { loader: 'ts', format: esm ? 'esm' : 'cjs', target: 'node20', sourcefile: block.file })
@@ -160,8 +128,8 @@ function env(port: number): Record<string, string | undefined> {
 }
 
 /** Runs `node file` in `dir`; its output is captured, never printed. */
-function start(dir: string, file: string, environment: Record<string, string | undefined>) {
-  const child = spawn(process.execPath, [file], { cwd: dir, env: environment as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] })
+function start(dir: string, file: string, environment: Record<string, string | undefined>, args: string[] = []) {
+  const child = spawn(process.execPath, [file, ...args], { cwd: dir, env: environment as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] })
   children.push(child)
   let output = ''
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
@@ -219,17 +187,9 @@ describe('docs: links', () => {
   })
 })
 
-describe('docs: every js/ts block is a whole file or says it is a fragment', () => {
+describe('docs: whole files', () => {
   it('has whole files to run, on several pages', () => {
     expect(new Set(wholeFiles.map((b) => b.page)).size).toBeGreaterThan(5)
-  })
-
-  it.each(PAGES)('%s', (page) => {
-    const unmarked = all.filter((b) => b.page === page && !WHOLE_FILE.test(b.code) && !FRAGMENT.test(b.code))
-    expect(
-      unmarked.map((b) => `${b.page}:${b.line}: ${b.code.split('\n')[0]}`),
-      'start each block with its file name (// server.ts) if it is a whole file, else with "// fragment: <where it goes>"',
-    ).toEqual([])
   })
 })
 
@@ -247,6 +207,15 @@ describe.each(wholeFiles.map((block, n) => [`${block.page}:${block.line} ${block
     const { signWebhook, sampleEvent, createSignedRequest } = await testingKit()
     const { dir, run, type } = await project(block, n)
     const signed = await signWebhook({ secret: SECRET, event: sampleEvent('message.received') })
+
+    if (kind === 'vitest') {
+      // A test file of the user's suite: vitest runs it as they would, and every test passes.
+      const runner = start(dir, join(work, 'node_modules/vitest/vitest.mjs'), { ...env(await freePort()), CI: 'true', NO_COLOR: '1' }, ['run', block.file])
+      const code = await runner.exited
+      expect(code, runner.output()).toBe(0)
+      expect(runner.output()).toMatch(/Tests +\d+ passed/)
+      return
+    }
 
     if (kind === 'server') {
       const port = await freePort()

@@ -1,0 +1,166 @@
+/**
+ * The cause and fix of every answer, in a few words each, never quoting the request: what the
+ * default log line prints after the code, what `doctor`, `send` and `verify` start from (their
+ * longer explanations are in src/cli/fixes.ts), and the README's error table. Apart from the
+ * rows (src/answers.ts) so that only what prints them carries this text: `verifyWebhook`, and a
+ * Worker whose receiver logs elsewhere, bundle none of it.
+ */
+import { ANSWER_ROWS, type AnswerFacts, type AnswerName, type WebhookErrorCode } from './answers.js'
+
+type RefusalName = WebhookErrorCode | 'internal_error'
+
+export type { AnswerName } from './answers.js'
+
+/** What a person reads about an answer. */
+interface AnswerText {
+  /** Why a delivery gets this answer, in a few words; never quotes the request. */
+  cause: string
+  /** What to change, in a few words; never quotes the request. */
+  fix: string
+}
+
+// Texts used by several rows: one wording each.
+const FORWARD = 'forward every svc-webhook-* header'
+const UNCHANGED = 'forward the header unchanged'
+
+/**
+ * The cause and fix of each answer that is not a refusal: what the receiver's default log line
+ * prints for a failure (a refusal's line prints its error's own message instead).
+ */
+export const OUTCOME_TEXTS = {
+  processed: {
+    cause: 'verified, and the handler succeeded',
+    fix: 'nothing: the delivery is done',
+  },
+  duplicate: {
+    cause: 'the id was already processed (a retry or a manual resend)',
+    fix: 'nothing: the handler is not run again',
+  },
+  ignored: {
+    cause: 'no handler in `on` for this event type',
+    fix: 'name a handler for it in `on` if the event matters (a misspelled key lands here)',
+  },
+  in_flight: {
+    cause: 'another request with the same delivery id was being processed',
+    fix: 'nothing, when a retry overlaps a slow first attempt: the sender comes back after Retry-After and gets 200 duplicate once it is done',
+  },
+  handler_failed: {
+    cause: 'the handler threw',
+    fix: 'fix the handler, or use `inbox` so failures are retried without failing the sender; the claim is released, so the retry runs it again',
+  },
+  store_unavailable: {
+    cause: 'the idempotency store (Redis, Postgres) did not answer',
+    fix: "check the store's connection from the receiver; retried by the sender after Retry-After",
+  },
+  accepted: {
+    cause: 'stored in the durable inbox',
+    fix: 'nothing: a worker runs the handler later',
+  },
+  inbox_unavailable: {
+    cause: 'the durable inbox did not take the delivery',
+    fix: "check the inbox's connection from the receiver; retried by the sender after Retry-After",
+  },
+  method_not_allowed: {
+    cause: 'the route accepts only POST',
+    fix: 'the service always POSTs: check nothing on the way turns it into another method (a redirect does)',
+  },
+} as const satisfies Record<Exclude<AnswerName, RefusalName>, AnswerText>
+
+/** The cause and fix of each refusal: printed by `doctor`, `send` and `verify`, and the README's table. */
+const REFUSAL_TEXTS = {
+  internal_error: {
+    cause: 'an unexpected error in the receiver',
+    fix: "see the receiver's log; retried by the sender",
+  },
+  body_already_parsed: {
+    cause: 'a body parser consumed the body before the receiver',
+    fix: 'mount the webhook route before express.json() (see docs/express.md); 500 so the sender retries once fixed',
+  },
+  body_too_large: {
+    cause: 'the body is over maxBodyBytes',
+    fix: 'raise maxBodyBytes if deliveries this large are expected',
+  },
+  missing_id: {
+    cause: 'no svc-webhook-id header',
+    fix: FORWARD,
+  },
+  invalid_id: {
+    cause: 'the id is empty, repeated, over 256 characters or not visible ASCII',
+    fix: UNCHANGED,
+  },
+  missing_timestamp: {
+    cause: 'no svc-webhook-timestamp header',
+    fix: FORWARD,
+  },
+  invalid_timestamp: {
+    cause: 'the timestamp is not decimal Unix seconds',
+    fix: UNCHANGED,
+  },
+  timestamp_too_old: {
+    cause: 'the signed timestamp is more than toleranceSeconds in the past',
+    fix: "a replay, or this host's clock is behind: check NTP; do not raise the tolerance to hide it",
+  },
+  timestamp_in_future: {
+    cause: 'the signed timestamp is more than toleranceSeconds ahead',
+    fix: "this host's clock is behind: check NTP",
+  },
+  missing_signature: {
+    cause: 'no svc-webhook-signature-v2 (nor -signature) header',
+    fix: 'make sure the request comes from the service and your proxy forwards every svc-webhook-* header',
+  },
+  v1_not_allowed: {
+    cause: 'only the legacy v1 signature, and allowV1 is off',
+    fix: 'the service sends v2 on every delivery: a proxy dropped it; allowV1: true only for a legacy sender',
+  },
+  invalid_signature: {
+    cause: 'no signature matched any configured secret',
+    fix: "use the endpoint's current secret, whole, prefix included (both during a rotation); verify the raw bytes, not re-serialized JSON",
+  },
+  invalid_json: {
+    cause: 'the verified body is not UTF-8 JSON with a string event',
+    fix: 'nothing on your side: it is not an event',
+  },
+  body_timeout: {
+    cause: 'the body was still arriving after bodyTimeoutMs',
+    fix: 'a slow client or proxy; retried by the sender',
+  },
+  unknown_endpoint: {
+    cause: 'the secret function returned no secret for this request',
+    fix: "register the endpoint's secret, or throw while you cannot tell (503, retried)",
+  },
+  secret_lookup_failed: {
+    cause: 'the secret or endpoint function threw (database or vault down), or the secret source could not be read in time or holds an unusable value',
+    fix: 'fix the store; cache secrets (docs/multi-tenant.md); retried by the sender',
+  },
+  secret_pending: {
+    cause: 'no secret of the secret source matched, even after re-reading it, while it says a change is in progress (pendingUntil: a rotation, a new endpoint)',
+    fix: 'nothing while it finishes: retried by the sender; if it lasts (at most maxPendingMs, 60 s), rotate again or write the new secret (docs/secret-sources.md)',
+  },
+} as const satisfies Record<RefusalName, AnswerText>
+
+/** One row of the answers table, with its texts. */
+export interface AnswerRow extends AnswerFacts, AnswerText {}
+
+/**
+ * Every answer by name, each with every fact of its answer and the cause and fix a person
+ * reads. A refusal's name is its `WebhookErrorCode`.
+ *
+ * @example
+ * ANSWERS.in_flight.status // 429, with Retry-After: the sender comes back
+ * ANSWERS.body_timeout.fix // 'a slow client or proxy; retried by the sender'
+ */
+export const ANSWERS = /* @__PURE__ */ withTexts()
+
+type Texts = typeof OUTCOME_TEXTS & typeof REFUSAL_TEXTS
+
+function withTexts() {
+  const texts: Texts = { ...OUTCOME_TEXTS, ...REFUSAL_TEXTS }
+  const rows = {} as Record<AnswerName, AnswerRow>
+  for (const name of Object.keys(ANSWER_ROWS) as AnswerName[]) rows[name] = Object.freeze({ ...ANSWER_ROWS[name], ...texts[name] })
+  return Object.freeze(rows) as { readonly [N in AnswerName]: (typeof ANSWER_ROWS)[N] & Texts[N] }
+}
+
+/** The row of an answer that is not a refusal, with its texts: what the default log line reads. */
+export function outcomeRow(name: keyof typeof OUTCOME_TEXTS): AnswerRow {
+  return { ...ANSWER_ROWS[name], ...OUTCOME_TEXTS[name] }
+}
