@@ -33,12 +33,15 @@ export const GET_SECRET = `return redis.call('GET', KEYS[1])`
  * The secret source's write: checked and set in one script, so no other writer comes between.
  * The stored JSON starts with its version (`{"version":N,...`), read here without a JSON parser;
  * a state stored without one (an earlier version, or by hand) is version 0. ARGV[1] is the state's
- * JSON without a version, ARGV[2] the version the writer read ('' for an unconditional write).
- * Answers the new version, or -1 when the stored one is not the one given.
+ * JSON without a version, ARGV[2] the version the writer read ('' for an unconditional write),
+ * ARGV[3] the version this write already stored on an attempt whose replicas did not confirm it
+ * ('' on the first): still stored, it is answered as is, so a retry waits again for the replicas
+ * instead of writing a new version. Answers the new version, or -1 when the stored one is not the one given.
  */
 export const SET_SECRET = `local current = redis.call('GET', KEYS[1])
 local version = 0
 if current then version = tonumber(string.match(current, '^{"version":(%d+),')) or 0 end
+if ARGV[3] and ARGV[3] ~= '' and tonumber(ARGV[3]) == version then return version end
 if ARGV[2] ~= '' and tonumber(ARGV[2]) ~= version then return -1 end
 redis.call('SET', KEYS[1], '{"version":' .. (version + 1) .. ',' .. string.sub(ARGV[1], 2))
 return version + 1`

@@ -5,8 +5,8 @@
  */
 import type { SecretSource, SecretState, SecretWriteCondition } from '../secrets/index.js'
 import { positiveOption } from '../option-checks.js'
-import { withDeadline } from '../clients/deadline.js'
-import { adapt, isRedisRefusal, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
+import { unchecked, withDeadline } from '../clients/deadline.js'
+import { adapt, isRedisRefusal, NotReplicatedError, replicasOption, replicationWarnings, REPLICATION_INFO, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
 import { GET_SECRET, SET_SECRET } from './redis-scripts.js'
 import { expectedVersion, parseState, sourceError, stateText } from './source-state.js'
 
@@ -22,6 +22,14 @@ export interface RedisSecretSourceOptions {
    * @default 1500
    */
   timeoutMs?: number
+  /**
+   * Replicas that must hold a write (a rotation step, a grace trim) before `write()` resolves
+   * true (`WAIT`), so a failover cannot bring back a secret the rotation already retired. A write
+   * that does not reach them in time is tried again until `timeoutMs`, then rejects. Reads do not
+   * wait. Needs a client of one primary (plain or Sentinel), not a Cluster client.
+   * @default 0
+   */
+  replicas?: number
 }
 
 /**
@@ -41,18 +49,27 @@ export interface RedisSecretSourceOptions {
 export class RedisSecretSource implements SecretSource {
   readonly key: string
   readonly timeoutMs: number
+  readonly replicas: number
   private readonly run: Run
+  private readonly reads: Run
+  private readonly fenceKey: string
 
-  constructor({ client, key, timeoutMs = 1500 }: RedisSecretSourceOptions) {
-    this.run = adapt(client, 'RedisSecretSource')
+  constructor({ client, key, timeoutMs = 1500, replicas }: RedisSecretSourceOptions) {
     if (typeof key !== 'string' || key.length === 0) throw new TypeError('svc-webhooks: RedisSecretSource `key` must be a non-empty string.')
+    this.replicas = replicasOption(replicas, client, 'RedisSecretSource')
+    // Next to the state's key (same hash tag when it has one), so the fence never lands in another slot.
+    const tag = /\{[^}]+\}/.exec(key)?.[0]
+    this.fenceKey = tag === undefined ? `${key}:fence` : `${tag}:fence`
+    this.run = adapt(client, 'RedisSecretSource', { replicas: this.replicas, fenceKey: this.fenceKey })
+    // A read promises nothing, and every receiver makes them: it does not wait for replicas.
+    this.reads = this.replicas === 0 ? this.run : adapt(client, 'RedisSecretSource')
     positiveOption(timeoutMs, 'RedisSecretSource `timeoutMs`')
     this.key = key
     this.timeoutMs = timeoutMs
   }
 
   async read(): Promise<SecretState> {
-    const value = await withDeadline('RedisSecretSource.read', this.timeoutMs, () => this.run(GET_SECRET, this.key, []), {
+    const value = await withDeadline('RedisSecretSource.read', this.timeoutMs, () => this.reads(GET_SECRET, this.key, []), {
       refused: isRedisRefusal,
       fail: (_kind, message, summary) => sourceError(message.replace(/^svc-webhooks: /, ''), summary),
     })
@@ -66,11 +83,40 @@ export class RedisSecretSource implements SecretSource {
   async write(state: SecretState, condition?: SecretWriteCondition): Promise<boolean> {
     const text = stateText(state, 'RedisSecretSource')
     const expected = expectedVersion(condition, 'RedisSecretSource')
+    // The version an attempt stored on the primary that its replicas did not confirm in time.
+    let stored = ''
+    const attempt = async () => {
+      try {
+        return await this.run(SET_SECRET, this.key, [text, expected === undefined ? '' : String(expected), stored])
+      } catch (error) {
+        // The retry then only waits for the replicas again: rerun as is, a conditional write
+        // would meet its own version and report another writer as having come first.
+        if (error instanceof NotReplicatedError && Number(error.reply) > 0) stored = String(error.reply)
+        throw error
+      }
+    }
     // The client's error carries the command's arguments, the secrets among them: only its summary is kept.
-    const version = await withDeadline('RedisSecretSource.write', this.timeoutMs, () => this.run(SET_SECRET, this.key, [text, expected === undefined ? '' : String(expected)]), {
+    const version = await withDeadline('RedisSecretSource.write', this.timeoutMs, attempt, {
       refused: isRedisRefusal,
       fail: (_kind, message, summary) => sourceError(message.replace(/^svc-webhooks: /, ''), summary),
     })
     return Number(version) > 0
+  }
+
+  /**
+   * What in the server's replication settings breaks the promise of `write()` (no replica,
+   * `min-replicas-to-write` 0, fewer replicas than `replicas`): one line each, empty when none;
+   * one line saying so when the settings cannot be read. Never rejects.
+   *
+   * @example
+   * for (const line of await source.durabilityWarnings()) console.warn(line)
+   */
+  async durabilityWarnings(): Promise<string[]> {
+    try {
+      const info = await withDeadline('RedisSecretSource.durabilityWarnings', this.timeoutMs, () => this.reads(REPLICATION_INFO, this.fenceKey, []))
+      return replicationWarnings(info, this.replicas, 'RedisSecretSource')
+    } catch (error) {
+      return [`svc-webhooks: RedisSecretSource could not check the server's replication settings (${unchecked(error)}).`]
+    }
   }
 }
