@@ -1,0 +1,59 @@
+/**
+ * What the docs suites share to run a page's code as a reader would: the packed tarball unpacked
+ * into a work directory's node_modules (beside links to this repository's frameworks), a child
+ * `node` whose output is captured, and a wait for it to listen.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { mkdirSync, symlinkSync } from 'node:fs'
+import { connect } from 'node:net'
+import { join } from 'node:path'
+
+/**
+ * Packs the repository at `root` (dist/ as built; `prepack` is skipped so it is not built twice)
+ * into `work`, unpacks it as `work/node_modules/svc-webhooks` and links each of `linked` from
+ * `root`'s node_modules. Returns the unpacked package's directory.
+ */
+export function installPacked(root: string, work: string, linked: readonly string[]): string {
+  const packed = spawnSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', work], { cwd: root, encoding: 'utf8' })
+  if (packed.status !== 0) throw new Error(`npm pack failed:\n${packed.stderr}`)
+  const tarball = join(work, packed.stdout.trim().split('\n').pop()!)
+  for (const scope of new Set(linked.filter((name) => name.startsWith('@')).map((name) => name.split('/')[0]!))) {
+    mkdirSync(join(work, 'node_modules', scope), { recursive: true })
+  }
+  const untar = spawnSync('tar', ['-xzf', tarball, '-C', join(work, 'node_modules')], { encoding: 'utf8' })
+  if (untar.status !== 0) throw new Error(`tar failed:\n${untar.stderr}`)
+  const installed = join(work, 'node_modules/svc-webhooks')
+  spawnSync('mv', [join(work, 'node_modules/package'), installed])
+  for (const name of linked) symlinkSync(join(root, 'node_modules', name), join(work, 'node_modules', name), 'dir')
+  return installed
+}
+
+/** Runs `node file` in `dir`, adding the child to `children` (for the suite to kill); its output is captured, never printed. */
+export function startNode(children: ChildProcess[], dir: string, file: string, environment: Record<string, string | undefined>, args: string[] = []) {
+  const child = spawn(process.execPath, [file, ...args], { cwd: dir, env: environment as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] })
+  children.push(child)
+  let output = ''
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)))
+  return { child, output: () => output, exited }
+}
+
+/** Resolves once something accepts connections on `port`; rejects if `exited` comes first (bounded: `tries` tries, 100 ms apart). */
+export async function accepting(port: number, exited: Promise<number | null>, output: () => string, tries: number): Promise<void> {
+  let gone = false
+  void exited.then(() => (gone = true))
+  for (let i = 0; i < tries; i++) {
+    if (gone) throw new Error(`exited before listening on ${port}:\n${output()}`)
+    const open = await new Promise<boolean>((done) => {
+      const socket = connect(port, '127.0.0.1', () => {
+        socket.end()
+        done(true)
+      })
+      socket.once('error', () => done(false))
+    })
+    if (open) return
+    await new Promise((done) => setTimeout(done, 100))
+  }
+  throw new Error(`nothing listened on ${port}:\n${output()}`)
+}
