@@ -5,6 +5,7 @@
  * growing (the server is down) is capped: past it records are dropped and counted. A failed write
  * is counted and logged once a minute, never retried in a loop.
  */
+import { HistoryBase } from './base.js'
 import type { HistoryRecord, HistoryStats, RefusalCount } from './types.js'
 import { RefusalTally } from './refusals.js'
 
@@ -115,5 +116,35 @@ export class Batcher {
   close(): void {
     if (this.timer !== undefined) clearTimeout(this.timer)
     this.timer = undefined
+  }
+}
+
+/**
+ * The base of the engines that write through a {@link Batcher} (Redis, Postgres): recording,
+ * refusals, `flush`, `stats` and `close` are the batcher's, the same for each. Kept apart from
+ * HistoryBase so a history of one's own, and the core that only calls its hooks, carry none of it.
+ */
+export abstract class BatchedHistory extends HistoryBase {
+  protected abstract readonly batcher: Batcher
+
+  record(record: HistoryRecord): void {
+    this.batcher.push(record)
+  }
+
+  refused(code: string, claimedId: string | undefined, at: number): void {
+    this.batcher.refused(code, claimedId, at)
+  }
+
+  flush(): Promise<void> {
+    return this.batcher.flush()
+  }
+
+  stats(): HistoryStats {
+    return this.batcher.stats()
+  }
+
+  async close(): Promise<void> {
+    await this.batcher.flush()
+    this.batcher.close()
   }
 }

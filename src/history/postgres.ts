@@ -9,8 +9,7 @@
 import { quoteTable, type PostgresQueryable } from '../clients/postgres.js'
 import { withDeadline } from '../clients/deadline.js'
 import { positiveOption } from '../option-checks.js'
-import { HistoryBase } from './base.js'
-import { Batcher } from './batcher.js'
+import { BatchedHistory, Batcher } from './batcher.js'
 import { memberOf } from './keys.js'
 import { createHistoryTableSql, historyStatements } from './postgres-sql.js'
 import { decodeCursor, encodeCursor, historySettings, pageOf } from './text.js'
@@ -22,7 +21,6 @@ import {
   type HistoryPage,
   type HistoryQuery,
   type HistoryRecord,
-  type HistoryStats,
   type RefusalCount,
 } from './types.js'
 
@@ -93,7 +91,7 @@ function flat(r: HistoryRecord): Record<string, unknown> {
  * const history = new PostgresHistory({ pool: new pg.Pool(), keepBodies: true })
  * await history.ensureTable()
  */
-export class PostgresHistory extends HistoryBase {
+export class PostgresHistory extends BatchedHistory {
   readonly table: string
   readonly keepBodies: boolean
   readonly redact: ((event: unknown) => unknown) | undefined
@@ -104,7 +102,7 @@ export class PostgresHistory extends HistoryBase {
   private readonly db: PostgresQueryable
   private readonly sql: ReturnType<typeof historyStatements>
   private readonly now: () => number
-  private readonly batcher: Batcher
+  protected readonly batcher: Batcher
   private trimmedAt = -Infinity
 
   constructor(options: PostgresHistoryOptions) {
@@ -169,14 +167,6 @@ export class PostgresHistory extends HistoryBase {
     }
   }
 
-  record(record: HistoryRecord): void {
-    this.batcher.push(record)
-  }
-
-  refused(code: string, claimedId: string | undefined, at: number): void {
-    this.batcher.refused(code, claimedId, at)
-  }
-
   async list(query: HistoryQuery = {}): Promise<HistoryPage> {
     const { limit, since, until } = pageOf(query)
     const after = decodeCursor(query.cursor)
@@ -200,21 +190,8 @@ export class PostgresHistory extends HistoryBase {
     return (rows as Row[]).map((row) => ({ windowStart: Number(row.window_start), code: String(row.code), count: Number(row.count), claimedIds: (row.claimed_ids as string[]) ?? [] }))
   }
 
-  flush(): Promise<void> {
-    return this.batcher.flush()
-  }
-
-  stats(): HistoryStats {
-    return this.batcher.stats()
-  }
-
   async size(): Promise<number> {
     const { rows } = await this.query('size', this.sql.size, [])
     return Number((rows[0] as Row | undefined)?.n ?? 0)
-  }
-
-  async close(): Promise<void> {
-    await this.batcher.flush()
-    this.batcher.close()
   }
 }

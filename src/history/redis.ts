@@ -8,8 +8,7 @@
 import { adapt, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
 import { withDeadline } from '../clients/deadline.js'
 import { positiveOption } from '../option-checks.js'
-import { HistoryBase } from './base.js'
-import { Batcher } from './batcher.js'
+import { BatchedHistory, Batcher } from './batcher.js'
 import { memberOf, taggedPrefix } from './keys.js'
 import { GET, LIST, LIST_FIELD_NAMES, REFUSALS, SIZE, WRITE } from './redis-scripts.js'
 import { decodeCursor, encodeCursor, historySettings, pageOf } from './text.js'
@@ -21,7 +20,6 @@ import {
   type HistoryPage,
   type HistoryQuery,
   type HistoryRecord,
-  type HistoryStats,
   type RefusalCount,
 } from './types.js'
 
@@ -100,7 +98,7 @@ function flat(r: HistoryRecord): Record<string, unknown> {
  * const history = new RedisHistory({ client: new Redis(process.env.REDIS_URL!), keepBodies: true })
  * app.post('/webhooks/svc', webhooks({ secret, on, history }))
  */
-export class RedisHistory extends HistoryBase {
+export class RedisHistory extends BatchedHistory {
   readonly prefix: string
   readonly keepBodies: boolean
   readonly redact: ((event: unknown) => unknown) | undefined
@@ -111,7 +109,7 @@ export class RedisHistory extends HistoryBase {
   private readonly run: Run
   private readonly index: string
   private readonly now: () => number
-  private readonly batcher: Batcher
+  protected readonly batcher: Batcher
 
   constructor(options: RedisHistoryOptions) {
     super()
@@ -147,14 +145,6 @@ export class RedisHistory extends HistoryBase {
       JSON.stringify(records.map(flat)),
       JSON.stringify(windows),
     ])
-  }
-
-  record(record: HistoryRecord): void {
-    this.batcher.push(record)
-  }
-
-  refused(code: string, claimedId: string | undefined, at: number): void {
-    this.batcher.refused(code, claimedId, at)
   }
 
   async list(query: HistoryQuery = {}): Promise<HistoryPage> {
@@ -204,20 +194,7 @@ export class RedisHistory extends HistoryBase {
     return out.sort((a, b) => b.windowStart - a.windowStart || b.count - a.count)
   }
 
-  flush(): Promise<void> {
-    return this.batcher.flush()
-  }
-
-  stats(): HistoryStats {
-    return this.batcher.stats()
-  }
-
   async size(): Promise<number> {
     return Number(await this.call('size', SIZE, []))
-  }
-
-  async close(): Promise<void> {
-    await this.batcher.flush()
-    this.batcher.close()
   }
 }
