@@ -9,10 +9,10 @@
 import { quoteTable, type PostgresQueryable } from '../clients/postgres.js'
 import { withDeadline } from '../clients/deadline.js'
 import { positiveOption } from '../option-checks.js'
-import { BatchedHistory, Batcher } from './batcher.js'
+import { BatchedHistory } from './batcher.js'
 import { memberOf } from './keys.js'
 import { createHistoryTableSql, historyStatements } from './postgres-sql.js'
-import { decodeCursor, encodeCursor, historySettings, pageOf } from './text.js'
+import { decodeCursor, encodeCursor, pageOf } from './text.js'
 import {
   REFUSAL_RETENTION_MS,
   type HistoryEntry,
@@ -93,36 +93,19 @@ function flat(r: HistoryRecord): Record<string, unknown> {
  */
 export class PostgresHistory extends BatchedHistory {
   readonly table: string
-  readonly keepBodies: boolean
-  readonly redact: ((event: unknown) => unknown) | undefined
-  readonly maxBodyBytes: number
-  readonly retentionMs: number
-  readonly maxEntries: number
-  readonly timeoutMs: number
   private readonly db: PostgresQueryable
   private readonly sql: ReturnType<typeof historyStatements>
-  private readonly now: () => number
-  protected readonly batcher: Batcher
   private trimmedAt = -Infinity
 
   constructor(options: PostgresHistoryOptions) {
-    super()
     const { pool, table = 'svc_webhooks_history', timeoutMs = 2000 } = options
     if (typeof pool?.query !== 'function') throw new TypeError('svc-webhooks: PostgresHistory needs `pool`, a pg Pool (new pg.Pool(...)).')
     positiveOption(timeoutMs, 'PostgresHistory `timeoutMs`')
     quoteTable(table, 'PostgresHistory')
-    const s = historySettings(options, 1_000_000)
+    super('PostgresHistory', options, timeoutMs)
     this.db = pool
     this.table = table
     this.sql = historyStatements(table)
-    this.keepBodies = s.keepBodies
-    this.redact = s.redact
-    this.maxBodyBytes = s.maxBodyBytes
-    this.retentionMs = s.retentionMs
-    this.maxEntries = s.maxEntries
-    this.timeoutMs = timeoutMs
-    this.now = s.now
-    this.batcher = new Batcher((records, refusals) => this.write(records, refusals), 'PostgresHistory', s.log, s.now)
   }
 
   /** Creates the tables if they do not exist. */
@@ -134,7 +117,7 @@ export class PostgresHistory extends BatchedHistory {
     return withDeadline(`PostgresHistory.${name}`, this.timeoutMs, () => this.db.query(text, values))
   }
 
-  private async write(records: HistoryRecord[], refusals: RefusalCount[]): Promise<void> {
+  protected async write(records: HistoryRecord[], refusals: RefusalCount[]): Promise<void> {
     // One statement cannot change a row twice: records of one id go in successive rounds.
     let rest = records
     for (let round = 0; rest.length > 0 && round < records.length; round++) {

@@ -8,10 +8,10 @@
 import { adapt, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
 import { withDeadline } from '../clients/deadline.js'
 import { positiveOption } from '../option-checks.js'
-import { BatchedHistory, Batcher } from './batcher.js'
+import { BatchedHistory } from './batcher.js'
 import { memberOf, taggedPrefix } from './keys.js'
 import { GET, LIST, LIST_FIELD_NAMES, REFUSALS, SIZE, WRITE } from './redis-scripts.js'
-import { decodeCursor, encodeCursor, historySettings, pageOf } from './text.js'
+import { decodeCursor, encodeCursor, pageOf } from './text.js'
 import {
   REFUSAL_RETENTION_MS,
   type HistoryEntry,
@@ -100,41 +100,25 @@ function flat(r: HistoryRecord): Record<string, unknown> {
  */
 export class RedisHistory extends BatchedHistory {
   readonly prefix: string
-  readonly keepBodies: boolean
-  readonly redact: ((event: unknown) => unknown) | undefined
-  readonly maxBodyBytes: number
-  readonly retentionMs: number
-  readonly maxEntries: number
-  readonly timeoutMs: number
   private readonly run: Run
   private readonly index: string
-  private readonly now: () => number
-  protected readonly batcher: Batcher
 
   constructor(options: RedisHistoryOptions) {
-    super()
     const { client, prefix = '{svc-webhooks:history}:', timeoutMs = 2000 } = options
-    this.run = adapt(client, 'RedisHistory')
+    const run = adapt(client, 'RedisHistory')
     if (typeof prefix !== 'string') throw new TypeError('svc-webhooks: RedisHistory `prefix` must be a string.')
     positiveOption(timeoutMs, 'RedisHistory `timeoutMs`')
-    const s = historySettings(options, 1_000_000)
+    super('RedisHistory', options, timeoutMs)
+    this.run = run
     this.prefix = taggedPrefix(prefix)
     this.index = `${this.prefix}idx`
-    this.keepBodies = s.keepBodies
-    this.redact = s.redact
-    this.maxBodyBytes = s.maxBodyBytes
-    this.retentionMs = s.retentionMs
-    this.maxEntries = s.maxEntries
-    this.timeoutMs = timeoutMs
-    this.now = s.now
-    this.batcher = new Batcher((records, refusals) => this.write(records, refusals), 'RedisHistory', s.log, s.now)
   }
 
   private call(name: string, script: string, args: string[]): Promise<unknown> {
     return withDeadline(`RedisHistory.${name}`, this.timeoutMs, () => this.run(script, this.index, [this.prefix, ...args]))
   }
 
-  private async write(records: HistoryRecord[], refusals: RefusalCount[]): Promise<void> {
+  protected async write(records: HistoryRecord[], refusals: RefusalCount[]): Promise<void> {
     const windows = refusals.map((r) => ({ w: r.windowStart, code: r.code, n: r.count, ids: r.claimedIds }))
     await this.call('write', WRITE, [
       String(this.now()),
