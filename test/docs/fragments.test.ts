@@ -14,7 +14,7 @@
  * Every fence is marked: code is a whole file or a fragment, the rest names its kind (`sh`,
  * `text`, `toml`...). A block that is neither fails with its page, its line and how to mark it.
  */
-import { spawnSync, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -25,7 +25,7 @@ import { freePort } from '../../tools/free-port.mjs'
 import { startPostgresServer, type PostgresServer } from '../../tools/postgres.mjs'
 import { startRedisServer, type RedisServer } from '../../tools/redis.mjs'
 import { allBlocks, contextOf, contexts, contextsDir, HOW_TO_MARK, FRAGMENT, misMarked, PAGES, root, WHOLE_FILE, type Block } from '../support/doc-blocks.js'
-import { accepting, installPacked, startNode } from '../support/packed-project.js'
+import { accepting, installPacked, startNode, typecheck } from '../support/packed-project.js'
 import { postgresSkipReason, redisSkipReason } from '../support/services.js'
 
 const SECRET = 'svc_whsec_docs_fragments'
@@ -132,23 +132,9 @@ describe('docs: fragments type-check in their context with the options `tsc --in
       writeFileSync(join(sub, fragment.file), fragment.source)
       return join(String(n), fragment.file)
     })
-    const compilerOptions = {
-      module: 'nodenext',
-      target: 'esnext',
-      types: ['node'],
-      noUncheckedIndexedAccess: true,
-      exactOptionalPropertyTypes: true,
-      strict: true,
-      verbatimModuleSyntax: true,
-      isolatedModules: true,
-      moduleDetection: 'force',
-      skipLibCheck: true,
-      noEmit: true,
-    }
-    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files }))
-    const out = spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', dir, '--pretty', 'false'], { cwd: dir, encoding: 'utf8' })
+    const out = typecheck(root, dir, files)
     // Each error names the page and line it comes from (or the context's line), not the directory it was checked in.
-    const errors = (out.stdout + out.stderr)
+    const errors = out.output
       .split('\n')
       .filter((line) => /^\d+\//.test(line))
       .map((line) => {

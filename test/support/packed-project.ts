@@ -1,10 +1,10 @@
 /**
  * What the docs suites share to run a page's code as a reader would: the packed tarball unpacked
  * into a work directory's node_modules (beside links to this repository's frameworks), a child
- * `node` whose output is captured, and a wait for it to listen.
+ * `node` whose output is captured, a wait for it to listen, and tsc with the options `tsc --init` writes.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdirSync, symlinkSync } from 'node:fs'
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import { join } from 'node:path'
 
@@ -56,4 +56,29 @@ export async function accepting(port: number, exited: Promise<number | null>, ou
     await new Promise((done) => setTimeout(done, 100))
   }
   throw new Error(`nothing listened on ${port}:\n${output()}`)
+}
+
+/**
+ * Type-checks `files` (relative to `dir`) with `root`'s TypeScript and the options `tsc --init`
+ * (TypeScript 5.9) writes, with "types": ["node"] as its comment suggests for Node.js, plus `extra`.
+ * Returns tsc's output (stdout and stderr), its stdout alone, and its exit status.
+ */
+export function typecheck(root: string, dir: string, files: string[], extra: Record<string, unknown> = {}): { output: string; stdout: string; status: number | null } {
+  const compilerOptions = {
+    module: 'nodenext',
+    target: 'esnext',
+    types: ['node'],
+    noUncheckedIndexedAccess: true,
+    exactOptionalPropertyTypes: true,
+    strict: true,
+    verbatimModuleSyntax: true,
+    isolatedModules: true,
+    ...extra,
+    moduleDetection: 'force',
+    skipLibCheck: true,
+    noEmit: true,
+  }
+  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files }))
+  const out = spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', dir, '--pretty', 'false'], { cwd: dir, encoding: 'utf8' })
+  return { output: out.stdout + out.stderr, stdout: out.stdout, status: out.status }
 }
