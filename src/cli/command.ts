@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
+import { printable } from '../log-window.js'
 import { SECRET_PREFIX } from '../options.js'
 
 /** Exit codes, the same for every command (documented in `svc-webhooks --help`). */
@@ -100,6 +101,41 @@ export function defineCommand<F extends Flags>(
       if (parsed !== 'help') return run(parsed, io)
       io.out(`${help}\n`)
       return EXIT.ok
+    },
+  }
+}
+
+/**
+ * A command group (`svc-webhooks <group> <action> ...`): prints `help` for no action (exit 2) or
+ * for `help`/`--help` (exit 0), refuses an unknown action, and runs the named one, turning the
+ * UsageError it throws into its message and usage (exit 2). Each action is a command named
+ * `<group> <action>`.
+ */
+export function actionGroup(definition: CommandDefinition & { help: string }, actions: readonly Command[]): Command {
+  const group = definition.name
+  const actionName = (c: Command) => c.name.slice(`${group} `.length)
+  return {
+    ...definition,
+    async run(argv, io) {
+      const [name, ...rest] = argv
+      if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+        io.out(`${definition.help}\n`)
+        return name === undefined ? EXIT.usage : EXIT.ok
+      }
+      const action = actions.find((c) => actionName(c) === name)
+      if (action === undefined) {
+        // The name is whatever was typed: escaped and capped so it cannot forge a line of output.
+        io.err(`svc-webhooks ${group}: unknown action "${printable(name, 40)}". Actions: ${actions.map(actionName).join(', ')}.\n`)
+        return EXIT.usage
+      }
+      try {
+        return await action.run(rest, io)
+      } catch (error) {
+        if (!(error instanceof UsageError)) throw error
+        if (error.usage !== undefined) io.err(`${error.message}\n\n${error.usage}\n`)
+        else io.err(`svc-webhooks ${action.name}: ${error.message}\nRun "svc-webhooks ${action.name} --help" for usage.\n`)
+        return EXIT.usage
+      }
     },
   }
 }

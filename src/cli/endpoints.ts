@@ -11,7 +11,7 @@ import { dirname, resolve } from 'node:path'
 import { DEFAULT_RETENTION_MS } from '../contracts/store.js'
 import { createServiceClient, isServiceApiError } from '../service/client.js'
 import type { ServiceClient, WebhookEndpoint } from '../service/types.js'
-import { defineCommand, EXIT, httpUrl, readText, UsageError, type Command, type Flag, type Io, type Values } from './command.js'
+import { actionGroup, defineCommand, EXIT, httpUrl, readText, UsageError, type Command, type Flag, type Io, type Values } from './command.js'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -585,33 +585,16 @@ ${TOKEN_NOTE}
 Exit codes: ${EXIT_CODES}`
 
 /** `svc-webhooks endpoints`: dispatches to its actions, each a command of its own. */
-export const endpoints: Command = {
-  name: 'endpoints',
-  summary: 'list, create, rotate, enable, resend ... your webhook endpoints at the service',
-  usage: ['<action> [options]'],
-  positionals: ['<action>'],
-  description: "Manages your webhook endpoints through the service's API.",
-  flags: {},
-  exitCodes: EXIT_CODES,
-  help: HELP,
-  async run(argv, io) {
-    const [name, ...rest] = argv
-    if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
-      io.out(`${HELP}\n`)
-      return name === undefined ? EXIT.usage : EXIT.ok
-    }
-    const action = ACTIONS.find((c) => actionName(c) === name)
-    if (action === undefined) {
-      io.err(`svc-webhooks endpoints: unknown action "${name.slice(0, 40)}". Actions: ${ACTIONS.map(actionName).join(', ')}.\n`)
-      return EXIT.usage
-    }
-    try {
-      return await action.run(rest, io)
-    } catch (error) {
-      if (!(error instanceof UsageError)) throw error
-      if (error.usage !== undefined) io.err(`${error.message}\n\n${error.usage}\n`)
-      else io.err(`svc-webhooks ${action.name}: ${error.message}\nRun "svc-webhooks ${action.name} --help" for usage.\n`)
-      return EXIT.usage
-    }
+export const endpoints: Command = actionGroup(
+  {
+    name: 'endpoints',
+    summary: 'list, create, rotate, enable, resend ... your webhook endpoints at the service',
+    usage: ['<action> [options]'],
+    positionals: ['<action>'],
+    description: "Manages your webhook endpoints through the service's API.",
+    flags: {},
+    exitCodes: EXIT_CODES,
+    help: HELP,
   },
-}
+  ACTIONS,
+)

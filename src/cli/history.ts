@@ -7,7 +7,7 @@
  */
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { defineCommand, EXIT, integer, UsageError, type Command, type Io } from './command.js'
+import { actionGroup, defineCommand, EXIT, integer, UsageError, type Command, type Io } from './command.js'
 import type { HistoryEntry, HistoryOutcome, WebhookHistory } from '../history/types.js'
 import { HISTORY_OUTCOMES } from '../history/types.js'
 import { printable } from '../log-window.js'
@@ -211,33 +211,16 @@ Engine: --config FILE (exports \`history\`, and \`on\` for replay), --redis URL 
 Exit codes: 0 done; 1 not found, failed, or the history did not answer; 2 usage error.`
 
 /** `svc-webhooks history`: dispatches to list, show and replay. */
-export const history: Command = {
-  name: 'history',
-  summary: 'list, show and replay the deliveries the history kept',
-  usage: ['<action> [options]'],
-  positionals: ['<action>'],
-  description: 'Reads the delivery history and replays a kept delivery.',
-  flags: {},
-  exitCodes: '0 done; 1 failed; 2 usage error.',
-  help: HELP,
-  async run(argv, io) {
-    const [name, ...rest] = argv
-    if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
-      io.out(`${HELP}\n`)
-      return name === undefined ? EXIT.usage : EXIT.ok
-    }
-    const action = ACTIONS.find((c) => actionName(c) === name)
-    if (action === undefined) {
-      io.err(`svc-webhooks history: unknown action "${printable(name, 40)}". Actions: ${ACTIONS.map(actionName).join(', ')}.\n`)
-      return EXIT.usage
-    }
-    try {
-      return await action.run(rest, io)
-    } catch (error) {
-      if (!(error instanceof UsageError)) throw error
-      if (error.usage !== undefined) io.err(`${error.message}\n\n${error.usage}\n`)
-      else io.err(`svc-webhooks ${action.name}: ${error.message}\nRun "svc-webhooks ${action.name} --help" for usage.\n`)
-      return EXIT.usage
-    }
+export const history: Command = actionGroup(
+  {
+    name: 'history',
+    summary: 'list, show and replay the deliveries the history kept',
+    usage: ['<action> [options]'],
+    positionals: ['<action>'],
+    description: 'Reads the delivery history and replays a kept delivery.',
+    flags: {},
+    exitCodes: '0 done; 1 failed; 2 usage error.',
+    help: HELP,
   },
-}
+  ACTIONS,
+)

@@ -5,7 +5,9 @@
  * growing (the server is down) is capped: past it records are dropped and counted. A failed write
  * is counted and logged once a minute, never retried in a loop.
  */
-import type { HistoryRecord, HistoryStats, RefusalCount } from './types.js'
+import { HistoryBase } from './base.js'
+import { historySettings } from './text.js'
+import type { HistoryOptions, HistoryRecord, HistoryStats, RefusalCount } from './types.js'
 import { RefusalTally } from './refusals.js'
 
 /** Most records waiting while the server does not answer. */
@@ -115,5 +117,59 @@ export class Batcher {
   close(): void {
     if (this.timer !== undefined) clearTimeout(this.timer)
     this.timer = undefined
+  }
+}
+
+/**
+ * The base of the engines that write through a {@link Batcher} (Redis, Postgres): their
+ * settings, recording, refusals, `flush`, `stats` and `close` are the batcher's, the same for each. Kept apart from
+ * HistoryBase so a history of one's own, and the core that only calls its hooks, carry none of it.
+ */
+export abstract class BatchedHistory extends HistoryBase {
+  readonly keepBodies: boolean
+  readonly redact: ((event: unknown) => unknown) | undefined
+  readonly maxBodyBytes: number
+  readonly retentionMs: number
+  readonly maxEntries: number
+  readonly timeoutMs: number
+  protected readonly now: () => number
+  protected readonly batcher: Batcher
+
+  /** `name` is the engine's, for its log lines; `options` are checked here, the engine's own before. */
+  constructor(name: string, options: HistoryOptions, timeoutMs: number) {
+    super()
+    const s = historySettings(options, 1_000_000)
+    this.keepBodies = s.keepBodies
+    this.redact = s.redact
+    this.maxBodyBytes = s.maxBodyBytes
+    this.retentionMs = s.retentionMs
+    this.maxEntries = s.maxEntries
+    this.timeoutMs = timeoutMs
+    this.now = s.now
+    this.batcher = new Batcher((records, refusals) => this.write(records, refusals), name, s.log, s.now)
+  }
+
+  /** Writes one batch: the records and the refusal counts since the last. */
+  protected abstract write(records: HistoryRecord[], refusals: RefusalCount[]): Promise<void>
+
+  record(record: HistoryRecord): void {
+    this.batcher.push(record)
+  }
+
+  refused(code: string, claimedId: string | undefined, at: number): void {
+    this.batcher.refused(code, claimedId, at)
+  }
+
+  flush(): Promise<void> {
+    return this.batcher.flush()
+  }
+
+  stats(): HistoryStats {
+    return this.batcher.stats()
+  }
+
+  async close(): Promise<void> {
+    await this.batcher.flush()
+    this.batcher.close()
   }
 }

@@ -9,11 +9,10 @@
 import { quoteTable, type PostgresQueryable } from '../clients/postgres.js'
 import { withDeadline } from '../clients/deadline.js'
 import { positiveOption } from '../option-checks.js'
-import { HistoryBase } from './base.js'
-import { Batcher } from './batcher.js'
+import { BatchedHistory } from './batcher.js'
 import { memberOf } from './keys.js'
 import { createHistoryTableSql, historyStatements } from './postgres-sql.js'
-import { decodeCursor, encodeCursor, historySettings, pageOf } from './text.js'
+import { decodeCursor, encodeCursor, pageOf } from './text.js'
 import {
   REFUSAL_RETENTION_MS,
   type HistoryEntry,
@@ -22,7 +21,6 @@ import {
   type HistoryPage,
   type HistoryQuery,
   type HistoryRecord,
-  type HistoryStats,
   type RefusalCount,
 } from './types.js'
 
@@ -93,38 +91,21 @@ function flat(r: HistoryRecord): Record<string, unknown> {
  * const history = new PostgresHistory({ pool: new pg.Pool(), keepBodies: true })
  * await history.ensureTable()
  */
-export class PostgresHistory extends HistoryBase {
+export class PostgresHistory extends BatchedHistory {
   readonly table: string
-  readonly keepBodies: boolean
-  readonly redact: ((event: unknown) => unknown) | undefined
-  readonly maxBodyBytes: number
-  readonly retentionMs: number
-  readonly maxEntries: number
-  readonly timeoutMs: number
   private readonly db: PostgresQueryable
   private readonly sql: ReturnType<typeof historyStatements>
-  private readonly now: () => number
-  private readonly batcher: Batcher
   private trimmedAt = -Infinity
 
   constructor(options: PostgresHistoryOptions) {
-    super()
     const { pool, table = 'svc_webhooks_history', timeoutMs = 2000 } = options
     if (typeof pool?.query !== 'function') throw new TypeError('svc-webhooks: PostgresHistory needs `pool`, a pg Pool (new pg.Pool(...)).')
     positiveOption(timeoutMs, 'PostgresHistory `timeoutMs`')
     quoteTable(table, 'PostgresHistory')
-    const s = historySettings(options, 1_000_000)
+    super('PostgresHistory', options, timeoutMs)
     this.db = pool
     this.table = table
     this.sql = historyStatements(table)
-    this.keepBodies = s.keepBodies
-    this.redact = s.redact
-    this.maxBodyBytes = s.maxBodyBytes
-    this.retentionMs = s.retentionMs
-    this.maxEntries = s.maxEntries
-    this.timeoutMs = timeoutMs
-    this.now = s.now
-    this.batcher = new Batcher((records, refusals) => this.write(records, refusals), 'PostgresHistory', s.log, s.now)
   }
 
   /** Creates the tables if they do not exist. */
@@ -136,7 +117,7 @@ export class PostgresHistory extends HistoryBase {
     return withDeadline(`PostgresHistory.${name}`, this.timeoutMs, () => this.db.query(text, values))
   }
 
-  private async write(records: HistoryRecord[], refusals: RefusalCount[]): Promise<void> {
+  protected async write(records: HistoryRecord[], refusals: RefusalCount[]): Promise<void> {
     // One statement cannot change a row twice: records of one id go in successive rounds.
     let rest = records
     for (let round = 0; rest.length > 0 && round < records.length; round++) {
@@ -169,14 +150,6 @@ export class PostgresHistory extends HistoryBase {
     }
   }
 
-  record(record: HistoryRecord): void {
-    this.batcher.push(record)
-  }
-
-  refused(code: string, claimedId: string | undefined, at: number): void {
-    this.batcher.refused(code, claimedId, at)
-  }
-
   async list(query: HistoryQuery = {}): Promise<HistoryPage> {
     const { limit, since, until } = pageOf(query)
     const after = decodeCursor(query.cursor)
@@ -200,21 +173,8 @@ export class PostgresHistory extends HistoryBase {
     return (rows as Row[]).map((row) => ({ windowStart: Number(row.window_start), code: String(row.code), count: Number(row.count), claimedIds: (row.claimed_ids as string[]) ?? [] }))
   }
 
-  flush(): Promise<void> {
-    return this.batcher.flush()
-  }
-
-  stats(): HistoryStats {
-    return this.batcher.stats()
-  }
-
   async size(): Promise<number> {
     const { rows } = await this.query('size', this.sql.size, [])
     return Number((rows[0] as Row | undefined)?.n ?? 0)
-  }
-
-  async close(): Promise<void> {
-    await this.batcher.flush()
-    this.batcher.close()
   }
 }

@@ -8,11 +8,10 @@
 import { adapt, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
 import { withDeadline } from '../clients/deadline.js'
 import { positiveOption } from '../option-checks.js'
-import { HistoryBase } from './base.js'
-import { Batcher } from './batcher.js'
+import { BatchedHistory } from './batcher.js'
 import { memberOf, taggedPrefix } from './keys.js'
 import { GET, LIST, LIST_FIELD_NAMES, REFUSALS, SIZE, WRITE } from './redis-scripts.js'
-import { decodeCursor, encodeCursor, historySettings, pageOf } from './text.js'
+import { decodeCursor, encodeCursor, pageOf } from './text.js'
 import {
   REFUSAL_RETENTION_MS,
   type HistoryEntry,
@@ -21,7 +20,6 @@ import {
   type HistoryPage,
   type HistoryQuery,
   type HistoryRecord,
-  type HistoryStats,
   type RefusalCount,
 } from './types.js'
 
@@ -100,43 +98,27 @@ function flat(r: HistoryRecord): Record<string, unknown> {
  * const history = new RedisHistory({ client: new Redis(process.env.REDIS_URL!), keepBodies: true })
  * app.post('/webhooks/svc', webhooks({ secret, on, history }))
  */
-export class RedisHistory extends HistoryBase {
+export class RedisHistory extends BatchedHistory {
   readonly prefix: string
-  readonly keepBodies: boolean
-  readonly redact: ((event: unknown) => unknown) | undefined
-  readonly maxBodyBytes: number
-  readonly retentionMs: number
-  readonly maxEntries: number
-  readonly timeoutMs: number
   private readonly run: Run
   private readonly index: string
-  private readonly now: () => number
-  private readonly batcher: Batcher
 
   constructor(options: RedisHistoryOptions) {
-    super()
     const { client, prefix = '{svc-webhooks:history}:', timeoutMs = 2000 } = options
-    this.run = adapt(client, 'RedisHistory')
+    const run = adapt(client, 'RedisHistory')
     if (typeof prefix !== 'string') throw new TypeError('svc-webhooks: RedisHistory `prefix` must be a string.')
     positiveOption(timeoutMs, 'RedisHistory `timeoutMs`')
-    const s = historySettings(options, 1_000_000)
+    super('RedisHistory', options, timeoutMs)
+    this.run = run
     this.prefix = taggedPrefix(prefix)
     this.index = `${this.prefix}idx`
-    this.keepBodies = s.keepBodies
-    this.redact = s.redact
-    this.maxBodyBytes = s.maxBodyBytes
-    this.retentionMs = s.retentionMs
-    this.maxEntries = s.maxEntries
-    this.timeoutMs = timeoutMs
-    this.now = s.now
-    this.batcher = new Batcher((records, refusals) => this.write(records, refusals), 'RedisHistory', s.log, s.now)
   }
 
   private call(name: string, script: string, args: string[]): Promise<unknown> {
     return withDeadline(`RedisHistory.${name}`, this.timeoutMs, () => this.run(script, this.index, [this.prefix, ...args]))
   }
 
-  private async write(records: HistoryRecord[], refusals: RefusalCount[]): Promise<void> {
+  protected async write(records: HistoryRecord[], refusals: RefusalCount[]): Promise<void> {
     const windows = refusals.map((r) => ({ w: r.windowStart, code: r.code, n: r.count, ids: r.claimedIds }))
     await this.call('write', WRITE, [
       String(this.now()),
@@ -147,14 +129,6 @@ export class RedisHistory extends HistoryBase {
       JSON.stringify(records.map(flat)),
       JSON.stringify(windows),
     ])
-  }
-
-  record(record: HistoryRecord): void {
-    this.batcher.push(record)
-  }
-
-  refused(code: string, claimedId: string | undefined, at: number): void {
-    this.batcher.refused(code, claimedId, at)
   }
 
   async list(query: HistoryQuery = {}): Promise<HistoryPage> {
@@ -204,20 +178,7 @@ export class RedisHistory extends HistoryBase {
     return out.sort((a, b) => b.windowStart - a.windowStart || b.count - a.count)
   }
 
-  flush(): Promise<void> {
-    return this.batcher.flush()
-  }
-
-  stats(): HistoryStats {
-    return this.batcher.stats()
-  }
-
   async size(): Promise<number> {
     return Number(await this.call('size', SIZE, []))
-  }
-
-  async close(): Promise<void> {
-    await this.batcher.flush()
-    this.batcher.close()
   }
 }

@@ -108,8 +108,12 @@ export function sweepOrderCte(table: string): string {
 
 const ms = (param: string) => `interval '1 millisecond' * ${param}::float8`
 
-/** The columns a taken entry is read with (as postgres-sql.ts reads them). */
-function columns(alias: string): string {
+/**
+ * The columns an entry is read with, from the deliveries table as `alias`: by postgres-sql.ts
+ * (a taken entry or a dead letter) and by the ordered takes here, so both read the same row.
+ * `dead` says whether the entry may be a dead letter; one that cannot reads `dead_ms` as NULL.
+ */
+export function entryColumns(alias: string, { dead }: { dead: boolean }): string {
   const c = (column: string) => `${alias}.${column}`
   const epochMs = (value: string) => `(extract(epoch FROM ${value}) * 1000)::float8`
   return [
@@ -126,11 +130,14 @@ function columns(alias: string): string {
     `${epochMs(`COALESCE(${c('retries_since')}, ${c('received_at')})`)} AS retries_since_ms`,
     c('last_error'),
     c('lease'),
-    `NULL::float8 AS dead_ms`,
+    dead ? `${epochMs(c('dead_at'))} AS dead_ms` : `NULL::float8 AS dead_ms`,
     c('traceparent'),
-    c('order_key'),
-    c('order_at'),
   ].join(', ')
+}
+
+/** The columns a taken entry is read with: postgres-sql.ts's, and its order. */
+function columns(alias: string): string {
+  return `${entryColumns(alias, { dead: false })}, ${alias}.order_key, ${alias}.order_at`
 }
 
 export type OrderStatements = Record<'lock' | 'take' | 'place' | 'admit' | 'read' | 'refund' | 'setPause', string>

@@ -4,7 +4,7 @@
  * Every clock reading is the database's `now()`.
  */
 import { quoteTable } from '../clients/postgres.js'
-import { createOrderingSql, flowColumns, sweepOrderCte } from './postgres-order-sql.js'
+import { createOrderingSql, entryColumns, flowColumns, sweepOrderCte } from './postgres-order-sql.js'
 
 export const DEFAULT_TABLE = 'svc_webhooks_inbox'
 /** Room for the longest derived name, `<table>_keys_processed`, within Postgres's 63 bytes. */
@@ -107,25 +107,7 @@ ${createOrderingSql(table)}`
 
 /** The columns a taken entry or a dead letter is read with, from the deliveries table as `alias`. */
 function columns(alias: string): string {
-  const c = (column: string) => `${alias}.${column}`
-  const epochMs = (value: string) => `(extract(epoch FROM ${value}) * 1000)::float8`
-  return [
-    c('keys'),
-    c('endpoint'),
-    c('id'),
-    `${c('signed_timestamp')}::float8 AS signed_timestamp`,
-    c('signature_version'),
-    c('secret_index'),
-    c('body'),
-    `${epochMs(c('received_at'))} AS received_ms`,
-    c('attempts'),
-    c('takes'),
-    `${epochMs(`COALESCE(${c('retries_since')}, ${c('received_at')})`)} AS retries_since_ms`,
-    c('last_error'),
-    c('lease'),
-    `${epochMs(c('dead_at'))} AS dead_ms`,
-    c('traceparent'),
-  ].join(', ')
+  return entryColumns(alias, { dead: true })
 }
 
 const ms = (param: string) => `interval '1 millisecond' * ${param}::float8`

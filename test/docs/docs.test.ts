@@ -23,9 +23,8 @@
  * Node.js files are also type-checked with the options `tsc --init` writes. Redis and Postgres
  * come from the servers of tools/redis.mjs and tools/postgres.mjs ($REDIS_URL, $DATABASE_URL).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
-import { connect } from 'node:net'
+import type { ChildProcess } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -35,6 +34,7 @@ import { freePort } from '../../tools/free-port.mjs'
 import { brokenLinks } from '../support/markdown.js'
 import { allBlocks, CODE, PAGES, WHOLE_FILE } from '../support/doc-blocks.js'
 import { eventOf } from '../support/lambda-events.js'
+import { accepting, installPacked, startNode, typecheck } from '../support/packed-project.js'
 import { postgresSkipReason, redisSkipReason } from '../support/services.js'
 import { startPostgresServer, type PostgresServer } from '../../tools/postgres.mjs'
 import { startRedisServer, type RedisServer } from '../../tools/redis.mjs'
@@ -78,17 +78,8 @@ const LINKED = ['vitest', 'express', 'hono', '@hono/node-server', 'fastify', 'ko
 beforeAll(async () => {
   if (!readdirSync(join(root, 'dist')).includes('index.js')) throw new Error('dist/ is missing: run `npm run build` first')
   work = mkdtempSync(join(tmpdir(), 'svc-webhooks-docs-'))
-  // The tarball npm would publish (dist/ as built; `prepack` is skipped so it is not built twice).
-  const packed = spawnSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', work], { cwd: root, encoding: 'utf8' })
-  if (packed.status !== 0) throw new Error(`npm pack failed:\n${packed.stderr}`)
-  const tarball = join(work, packed.stdout.trim().split('\n').pop()!)
-  mkdirSync(join(work, 'node_modules/@types'), { recursive: true })
-  mkdirSync(join(work, 'node_modules/@hono'), { recursive: true })
-  const untar = spawnSync('tar', ['-xzf', tarball, '-C', join(work, 'node_modules')], { encoding: 'utf8' })
-  if (untar.status !== 0) throw new Error(`tar failed:\n${untar.stderr}`)
-  tarballRoot = join(work, 'node_modules/svc-webhooks')
-  spawnSync('mv', [join(work, 'node_modules/package'), tarballRoot])
-  for (const name of LINKED) symlinkSync(join(root, 'node_modules', name), join(work, 'node_modules', name), 'dir')
+  // The tarball npm would publish, unpacked as `npm install` would.
+  tarballRoot = installPacked(root, work, LINKED)
   // Where a server cannot run, the snippets that need it say why and skip (never under CI=true).
   if (needs('REDIS_URL') && redisSkipReason === undefined) redis = await startRedisServer()
   if (needs('DATABASE_URL') && postgresSkipReason === undefined) postgres = await startPostgresServer()
@@ -129,32 +120,7 @@ function env(port: number): Record<string, string | undefined> {
 
 /** Runs `node file` in `dir`; its output is captured, never printed. */
 function start(dir: string, file: string, environment: Record<string, string | undefined>, args: string[] = []) {
-  const child = spawn(process.execPath, [file, ...args], { cwd: dir, env: environment as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] })
-  children.push(child)
-  let output = ''
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()))
-  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)))
-  return { child, output: () => output, exited }
-}
-
-/** Resolves once something accepts connections on `port`; rejects if `exited` comes first (bounded: 200 tries). */
-async function accepting(port: number, exited: Promise<number | null>, output: () => string): Promise<void> {
-  let gone = false
-  void exited.then(() => (gone = true))
-  for (let i = 0; i < 200; i++) {
-    if (gone) throw new Error(`exited before listening on ${port}:\n${output()}`)
-    const open = await new Promise<boolean>((done) => {
-      const socket = connect(port, '127.0.0.1', () => {
-        socket.end()
-        done(true)
-      })
-      socket.once('error', () => done(false))
-    })
-    if (open) return
-    await new Promise((done) => setTimeout(done, 100))
-  }
-  throw new Error(`nothing listened on ${port}:\n${output()}`)
+  return startNode(children, dir, file, environment, args)
 }
 
 /** A 2xx that means the delivery was processed or durably accepted, not ignored. */
@@ -220,7 +186,7 @@ describe.each(wholeFiles.map((block, n) => [`${block.page}:${block.line} ${block
     if (kind === 'server') {
       const port = await freePort()
       const server = start(dir, run, env(port))
-      await accepting(port, server.exited, server.output)
+      await accepting(port, server.exited, server.output, 200)
       const res = await fetch(`http://127.0.0.1:${port}/webhooks/svc`, { method: 'POST', headers: signed.headers, body: signed.body })
       expectTaken(res.status, await res.json(), server.output())
       server.child.kill()
@@ -311,7 +277,7 @@ describe.each(wholeFiles.map((block, n) => [`${block.page}:${block.line} ${block
     const port = await freePort()
     const child = start(dir, `driver.${ext}`, env(port))
     if (kind === 'next-pages') {
-      await accepting(port, child.exited, child.output)
+      await accepting(port, child.exited, child.output, 200)
       const res = await fetch(`http://127.0.0.1:${port}/api/webhooks/svc`, { method: 'POST', headers: signed.headers, body: signed.body })
       expectTaken(res.status, await res.json(), child.output())
       child.child.kill()
@@ -341,24 +307,8 @@ describe('docs: the Node.js whole files type-check with the options `tsc --init`
       writeFileSync(join(sub, block.file), block.code)
       files.push(join(String(n), block.file))
     })
-    // `tsc --init` (TypeScript 5.9), with "types": ["node"] as its comment suggests for Node.js.
-    const compilerOptions = {
-      module: 'nodenext',
-      target: 'esnext',
-      types: ['node'],
-      noUncheckedIndexedAccess: true,
-      exactOptionalPropertyTypes: true,
-      strict: true,
-      verbatimModuleSyntax: true,
-      isolatedModules: true,
-      noUncheckedSideEffectImports: true,
-      moduleDetection: 'force',
-      skipLibCheck: true,
-      noEmit: true,
-    }
-    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files }))
-    const out = spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', dir, '--pretty', 'false'], { cwd: dir, encoding: 'utf8' })
-    expect(out.stdout + out.stderr).toBe('')
+    const out = typecheck(root, dir, files, { noUncheckedSideEffectImports: true })
+    expect(out.output).toBe('')
     expect(out.status).toBe(0)
   }, 120_000)
 })

@@ -14,9 +14,8 @@
  * Every fence is marked: code is a whole file or a fragment, the rest names its kind (`sh`,
  * `text`, `toml`...). A block that is neither fails with its page, its line and how to mark it.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
-import { connect } from 'node:net'
+import type { ChildProcess } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -26,6 +25,7 @@ import { freePort } from '../../tools/free-port.mjs'
 import { startPostgresServer, type PostgresServer } from '../../tools/postgres.mjs'
 import { startRedisServer, type RedisServer } from '../../tools/redis.mjs'
 import { allBlocks, contextOf, contexts, contextsDir, HOW_TO_MARK, FRAGMENT, misMarked, PAGES, root, WHOLE_FILE, type Block } from '../support/doc-blocks.js'
+import { accepting, installPacked, startNode, typecheck } from '../support/packed-project.js'
 import { postgresSkipReason, redisSkipReason } from '../support/services.js'
 
 const SECRET = 'svc_whsec_docs_fragments'
@@ -62,16 +62,7 @@ const needs = (what: string) => fragments.some((f) => f.source.includes(what))
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'svc-webhooks-fragments-'))
-  const packed = spawnSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', work], { cwd: root, encoding: 'utf8' })
-  if (packed.status !== 0) throw new Error(`npm pack failed:\n${packed.stderr}`)
-  const tarball = join(work, packed.stdout.trim().split('\n').pop()!)
-  mkdirSync(join(work, 'node_modules/@types'), { recursive: true })
-  mkdirSync(join(work, 'node_modules/@hono'), { recursive: true })
-  mkdirSync(join(work, 'node_modules/@opentelemetry'), { recursive: true })
-  const untar = spawnSync('tar', ['-xzf', tarball, '-C', join(work, 'node_modules')], { encoding: 'utf8' })
-  if (untar.status !== 0) throw new Error(`tar failed:\n${untar.stderr}`)
-  spawnSync('mv', [join(work, 'node_modules/package'), join(work, 'node_modules/svc-webhooks')])
-  for (const name of LINKED) symlinkSync(join(root, 'node_modules', name), join(work, 'node_modules', name), 'dir')
+  installPacked(root, work, LINKED)
   if (needs('REDIS_URL') && redisSkipReason === undefined) redis = await startRedisServer()
   if (needs('DATABASE_URL') && postgresSkipReason === undefined) postgres = await startPostgresServer()
 }, 120_000)
@@ -99,33 +90,7 @@ async function project(fragment: Fragment, n: number): Promise<string> {
 }
 
 function run(dir: string, file: string, port: number) {
-  const environment: Record<string, string | undefined> = { PATH: process.env.PATH, SVC_WEBHOOK_SECRET: SECRET, PORT: String(port), REDIS_URL: redis?.url, DATABASE_URL: postgres?.url }
-  const child = spawn(process.execPath, [file], { cwd: dir, env: environment as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] })
-  children.push(child)
-  let output = ''
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()))
-  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)))
-  return { child, output: () => output, exited }
-}
-
-/** Resolves once `port` accepts connections; rejects if the process exits first (bounded: 150 tries, 100 ms apart). */
-async function accepting(port: number, exited: Promise<number | null>, output: () => string): Promise<void> {
-  let gone = false
-  void exited.then(() => (gone = true))
-  for (let i = 0; i < 150; i++) {
-    if (gone) throw new Error(`exited before listening on ${port}:\n${output()}`)
-    const open = await new Promise<boolean>((done) => {
-      const socket = connect(port, '127.0.0.1', () => {
-        socket.end()
-        done(true)
-      })
-      socket.once('error', () => done(false))
-    })
-    if (open) return
-    await new Promise((done) => setTimeout(done, 100))
-  }
-  throw new Error(`nothing listened on ${port}:\n${output()}`)
+  return startNode(children, dir, file, { PATH: process.env.PATH, SVC_WEBHOOK_SECRET: SECRET, PORT: String(port), REDIS_URL: redis?.url, DATABASE_URL: postgres?.url })
 }
 
 /** Where line `n` of a spliced file comes from: the page's line inside the block, else the context's. */
@@ -167,23 +132,9 @@ describe('docs: fragments type-check in their context with the options `tsc --in
       writeFileSync(join(sub, fragment.file), fragment.source)
       return join(String(n), fragment.file)
     })
-    const compilerOptions = {
-      module: 'nodenext',
-      target: 'esnext',
-      types: ['node'],
-      noUncheckedIndexedAccess: true,
-      exactOptionalPropertyTypes: true,
-      strict: true,
-      verbatimModuleSyntax: true,
-      isolatedModules: true,
-      moduleDetection: 'force',
-      skipLibCheck: true,
-      noEmit: true,
-    }
-    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files }))
-    const out = spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', dir, '--pretty', 'false'], { cwd: dir, encoding: 'utf8' })
+    const out = typecheck(root, dir, files)
     // Each error names the page and line it comes from (or the context's line), not the directory it was checked in.
-    const errors = (out.stdout + out.stderr)
+    const errors = out.output
       .split('\n')
       .filter((line) => /^\d+\//.test(line))
       .map((line) => {
@@ -219,7 +170,7 @@ describe.each(running)('%s runs', (_name, fragment, n) => {
     const child = run(dir, file, port)
     const where = () => `${fragment.page}:${fragment.line} in test/docs/contexts/${fragment.context}:\n${child.output()}`
     if (fragment.runsAs === 'server') {
-      await accepting(port, child.exited, where)
+      await accepting(port, child.exited, where, 150)
       const { signWebhook, sampleEvent } = (await import(/* @vite-ignore */ pathToFileURL(join(work, 'node_modules/svc-webhooks/dist/testing.js')).href)) as typeof import('svc-webhooks/testing')
       const signed = await signWebhook({ secret: SECRET, event: sampleEvent('message.received') })
       const res = await fetch(`http://127.0.0.1:${port}/webhooks/svc`, { method: 'POST', headers: signed.headers, body: signed.body })
