@@ -50,6 +50,13 @@ const NODE_MATRIX_EXCLUDE = [
   'test/engines/outage.test.ts', // likewise
   'test/service/lifecycle-bars.test.ts', // likewise: three receiver processes under 20 deliveries/s
   'test/hardening/log-flood.test.ts', // likewise: floods of forged deliveries
+  // Topologies and multi-process runs: a Sentinel set, a 6-node Cluster, a Postgres standby, three
+  // worker processes. They time failovers against the sender's window, so two versions running
+  // them at once on one machine would measure the machine; the host Node runs them in npm test.
+  'test/failover/**',
+  'test/topologies/**',
+  'test/inbox/ordering-processes.test.ts',
+  'test/inbox/flow-processes.test.ts',
   // Docs, examples, packaging and the CLI run child processes of their own (tsc, npm pack, the
   // host's node): what they check does not change with the Node that runs vitest.
   'test/docs/**',
