@@ -36,14 +36,30 @@ const shared = {
 
 const publicEntries = { index: 'src/index.ts', testing: 'src/testing.ts', ...adapters, ...optional }
 
+const { index, ...splitEntries } = publicEntries
+
 export default defineConfig([
   {
     ...shared,
-    entry: { ...publicEntries, 'crypto/node': 'src/crypto/node.ts', 'crypto/web': 'src/crypto/web.ts' },
+    entry: { ...splitEntries, 'crypto/node': 'src/crypto/node.ts', 'crypto/web': 'src/crypto/web.ts' },
     // `#crypto` is resolved by package.json "imports" at run time; no published type names it.
+    // The core's types are built here too, so every entry's declarations share one copy of each type.
     dts: { entry: publicEntries },
     format: ['esm', 'cjs'],
     splitting: true,
+    external: ['#crypto', /^node:/, /^svc-webhooks/],
+  },
+  // The core, `import 'svc-webhooks'`: one file, no chunks. Each file an ES module import loads
+  // costs a resolution, a read and a link, and the split build made the core load eleven; alone
+  // it loads this one and `#crypto`. The adapters' chunks carry their own copy of the core's code,
+  // as the CommonJS build always did: nothing in it is shared state that a copy could split
+  // (errors are branded with Symbol.for, stores and inboxes are interfaces).
+  {
+    ...shared,
+    entry: { index },
+    format: ['esm', 'cjs'],
+    dts: false,
+    splitting: false,
     external: ['#crypto', /^node:/, /^svc-webhooks/],
   },
   // The CLI is the package's `bin`, an ES module run by node: one file of its own, so that its
