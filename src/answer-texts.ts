@@ -1,9 +1,10 @@
 /**
  * The cause and fix of every answer, in a few words each, never quoting the request: what the
- * default log line prints after the code, what `doctor`, `send` and `verify` start from (their
+ * default log line prints after the code (a refusal's line: its error's message, which says what
+ * was wrong with this request, then the fix), what `doctor`, `send` and `verify` start from (their
  * longer explanations are in src/cli/fixes.ts), and the README's error table. Apart from the
- * rows (src/answers.ts) so that only what prints them carries this text: `verifyWebhook`, and a
- * Worker whose receiver logs elsewhere, bundle none of it.
+ * rows (src/answers.ts) and the errors (a refusal's message holds no fix) so that only what prints
+ * them carries this text: `verifyWebhook`, and a Worker whose receiver logs elsewhere, bundle none of it.
  */
 import { ANSWER_ROWS, type AnswerFacts, type AnswerName, type WebhookErrorCode } from './answers.js'
 
@@ -66,77 +67,54 @@ export const OUTCOME_TEXTS = {
   },
 } as const satisfies Record<Exclude<AnswerName, RefusalName>, AnswerText>
 
-/** The cause and fix of each refusal: printed by `doctor`, `send` and `verify`, and the README's table. */
-const REFUSAL_TEXTS = {
-  internal_error: {
-    cause: 'an unexpected error in the receiver',
-    fix: "see the receiver's log; retried by the sender",
-  },
-  body_already_parsed: {
-    cause: 'a body parser consumed the body before the receiver',
-    fix: 'mount the webhook route before express.json() (see docs/express.md); 500 so the sender retries once fixed',
-  },
-  body_too_large: {
-    cause: 'the body is over maxBodyBytes',
-    fix: 'raise maxBodyBytes if deliveries this large are expected',
-  },
-  missing_id: {
-    cause: 'no svc-webhook-id header',
-    fix: FORWARD,
-  },
-  invalid_id: {
-    cause: 'the id is empty, repeated, over 256 characters or not visible ASCII',
-    fix: UNCHANGED,
-  },
-  missing_timestamp: {
-    cause: 'no svc-webhook-timestamp header',
-    fix: FORWARD,
-  },
-  invalid_timestamp: {
-    cause: 'the timestamp is not decimal Unix seconds',
-    fix: UNCHANGED,
-  },
-  timestamp_too_old: {
-    cause: 'the signed timestamp is more than toleranceSeconds in the past',
-    fix: "a replay, or this host's clock is behind: check NTP; do not raise the tolerance to hide it",
-  },
-  timestamp_in_future: {
-    cause: 'the signed timestamp is more than toleranceSeconds ahead',
-    fix: "this host's clock is behind: check NTP",
-  },
-  missing_signature: {
-    cause: 'no svc-webhook-signature-v2 (nor -signature) header',
-    fix: 'make sure the request comes from the service and your proxy forwards every svc-webhook-* header',
-  },
-  v1_not_allowed: {
-    cause: 'only the legacy v1 signature, and allowV1 is off',
-    fix: 'the service sends v2 on every delivery: a proxy dropped it; allowV1: true only for a legacy sender',
-  },
-  invalid_signature: {
-    cause: 'no signature matched any configured secret',
-    fix: "use the endpoint's current secret, whole, prefix included (both during a rotation); verify the raw bytes, not re-serialized JSON",
-  },
-  invalid_json: {
-    cause: 'the verified body is not UTF-8 JSON with a string event',
-    fix: 'nothing on your side: it is not an event',
-  },
-  body_timeout: {
-    cause: 'the body was still arriving after bodyTimeoutMs',
-    fix: 'a slow client or proxy; retried by the sender',
-  },
-  unknown_endpoint: {
-    cause: 'the secret function returned no secret for this request',
-    fix: "register the endpoint's secret, or throw while you cannot tell (503, retried)",
-  },
-  secret_lookup_failed: {
-    cause: 'the secret or endpoint function threw (database or vault down), or the secret source could not be read in time or holds an unusable value',
-    fix: 'fix the store; cache secrets (docs/multi-tenant.md); retried by the sender',
-  },
-  secret_pending: {
-    cause: 'no secret of the secret source matched, even after re-reading it, while it says a change is in progress (pendingUntil: a rotation, a new endpoint)',
-    fix: 'nothing while it finishes: retried by the sender; if it lasts (at most maxPendingMs, 60 s), rotate again or write the new secret (docs/secret-sources.md)',
-  },
-} as const satisfies Record<RefusalName, AnswerText>
+/**
+ * The cause of each refusal: printed by `doctor`, `send` and `verify`, and the README's table. A
+ * refusal's log line gives its error's message instead, which says what was wrong with that request.
+ */
+const REFUSAL_CAUSES = {
+  internal_error: 'an unexpected error in the receiver',
+  body_already_parsed: 'a body parser consumed the body before the receiver',
+  body_too_large: 'the body is over maxBodyBytes',
+  missing_id: 'no svc-webhook-id header',
+  invalid_id: 'the id is empty, repeated, over 256 characters or not visible ASCII',
+  missing_timestamp: 'no svc-webhook-timestamp header',
+  invalid_timestamp: 'the timestamp is not decimal Unix seconds',
+  timestamp_too_old: 'the signed timestamp is more than toleranceSeconds in the past',
+  timestamp_in_future: 'the signed timestamp is more than toleranceSeconds ahead',
+  missing_signature: 'no svc-webhook-signature-v2 (nor -signature) header',
+  v1_not_allowed: 'only the legacy v1 signature, and allowV1 is off',
+  invalid_signature: 'no signature matched any configured secret',
+  invalid_json: 'the verified body is not UTF-8 JSON with a string event',
+  body_timeout: 'the body was still arriving after bodyTimeoutMs',
+  unknown_endpoint: 'the secret function returned no secret for this request',
+  secret_lookup_failed: 'the secret or endpoint function threw (database or vault down), or the secret source could not be read in time or holds an unusable value',
+  secret_pending: 'no secret of the secret source matched, even after re-reading it, while it says a change is in progress (pendingUntil: a rotation, a new endpoint)',
+} as const satisfies Record<RefusalName, string>
+
+/**
+ * The fix of each refusal: what a refusal's log line adds to its error's message, and what `doctor`,
+ * `send`, `verify` and the README's table print. Apart from the causes so that a receiver's bundle,
+ * whose log line prints only the fix, carries no cause.
+ */
+const REFUSAL_FIXES = {
+  internal_error: "see the receiver's log; retried by the sender",
+  body_already_parsed: 'mount the webhook route before express.json() (see docs/express.md); 500 so the sender retries once fixed',
+  body_too_large: 'raise maxBodyBytes if deliveries this large are expected',
+  missing_id: FORWARD,
+  invalid_id: UNCHANGED,
+  missing_timestamp: FORWARD,
+  invalid_timestamp: UNCHANGED,
+  timestamp_too_old: "a replay, or this host's clock is behind: check NTP; do not raise the tolerance to hide it",
+  timestamp_in_future: "this host's clock is behind: check NTP",
+  missing_signature: 'make sure the request comes from the service and your proxy forwards every svc-webhook-* header',
+  v1_not_allowed: 'the service sends v2 on every delivery: check that a proxy forwards svc-webhook-signature-v2; allowV1: true only for a legacy sender',
+  invalid_signature: "use the endpoint's current secret, whole, prefix included (both during a rotation); verify the raw bytes, not re-serialized JSON",
+  invalid_json: 'nothing on your side: it is not an event',
+  body_timeout: 'a slow client or proxy; retried by the sender',
+  unknown_endpoint: "register the endpoint's secret, or throw while you cannot tell (503, retried)",
+  secret_lookup_failed: "fix the store, or write a valid state to the source ({ secrets: ['svc_whsec_...'] }); cache secrets (docs/multi-tenant.md); retried by the sender",
+  secret_pending: 'nothing while it finishes: retried by the sender; if it lasts (at most maxPendingMs, 60 s), rotate again or write the new secret (docs/secret-sources.md)',
+} as const satisfies Record<RefusalName, string>
 
 /** One row of the answers table, with its texts. */
 export interface AnswerRow extends AnswerFacts, AnswerText {}
@@ -151,13 +129,20 @@ export interface AnswerRow extends AnswerFacts, AnswerText {}
  */
 export const ANSWERS = /* @__PURE__ */ withTexts()
 
-type Texts = typeof OUTCOME_TEXTS & typeof REFUSAL_TEXTS
+type RefusalTexts = { [N in RefusalName]: { cause: (typeof REFUSAL_CAUSES)[N]; fix: (typeof REFUSAL_FIXES)[N] } }
+type Texts = typeof OUTCOME_TEXTS & RefusalTexts
 
 function withTexts() {
-  const texts: Texts = { ...OUTCOME_TEXTS, ...REFUSAL_TEXTS }
+  const texts = { ...OUTCOME_TEXTS } as Record<AnswerName, AnswerText>
+  for (const name of Object.keys(REFUSAL_FIXES) as RefusalName[]) texts[name] = { cause: REFUSAL_CAUSES[name], fix: REFUSAL_FIXES[name] }
   const rows = {} as Record<AnswerName, AnswerRow>
   for (const name of Object.keys(ANSWER_ROWS) as AnswerName[]) rows[name] = Object.freeze({ ...ANSWER_ROWS[name], ...texts[name] })
   return Object.freeze(rows) as { readonly [N in AnswerName]: (typeof ANSWER_ROWS)[N] & Texts[N] }
+}
+
+/** The fix of a refusal (a `WebhookErrorCode`, or `internal_error`): what a refusal's log line adds to its message. */
+export function refusalFix(code: RefusalName): string {
+  return REFUSAL_FIXES[code]
 }
 
 /** The row of an answer that is not a refusal, with its texts: what the default log line reads. */

@@ -49,24 +49,19 @@ function isForeignBytes(body: unknown): boolean {
 }
 
 export function tooLarge(maxBodyBytes: number): WebhookVerificationError {
-  return new WebhookVerificationError(
-    'body_too_large',
-    `The body is larger than maxBodyBytes (${maxBodyBytes} bytes). Raise maxBodyBytes if deliveries this large are expected.`,
-  )
+  return new WebhookVerificationError('body_too_large', `The body is over maxBodyBytes (${maxBodyBytes} bytes).`)
 }
 
 /**
  * The one `body_already_parsed` refusal, whatever read the body first: the core raises it when a
  * transport says the body was consumed (`WebhookTransport.consumed`), so every framework answers,
- * logs and counts it alike. The fix for each common mounting mistake is in the one message.
+ * logs and counts it alike. The message names the fix, in short: a mounting bug reaches a
+ * framework's error handler (verify-only mode) before any log line; the CLI says more.
  */
 export function bodyAlreadyParsed(): WebhookVerificationError {
   return new WebhookVerificationError(
     'body_already_parsed',
-    'The raw request body is needed to verify the signature, but something read or parsed it before svc-webhooks did. ' +
-      'Mount webhooks() first on the route, before any JSON body parser (e.g. before express.json(), or give the route ' +
-      'express.raw({ type: "*/*" })); in Hono, before c.req.json() or a validator; in a Next.js Pages route, ' +
-      'export const config = { api: { bodyParser: false } }; with verifyWebhook, pass the bytes as received ' +
-      '(e.g. await request.arrayBuffer()), not a parsed object.',
+    'The raw request body is needed, but something read or parsed it first: mount webhooks() before any JSON body parser ' +
+      '(before express.json(), c.req.json()), or pass verifyWebhook the bytes as received.',
   )
 }

@@ -31,11 +31,7 @@ export function declaresTooMuch(value: string | readonly string[] | null | undef
 }
 
 export function bodyTimeout(timeoutMs: number): WebhookVerificationError {
-  return new WebhookVerificationError(
-    'body_timeout',
-    `The body was still arriving after ${timeoutMs} ms (bodyTimeoutMs). Answered 503 so the sender retries; ` +
-      'raise bodyTimeoutMs if a proxy in front of this server buffers slowly.',
-  )
+  return new WebhookVerificationError('body_timeout', `The body was still arriving after ${timeoutMs} ms (bodyTimeoutMs).`)
 }
 
 const encoder = new TextEncoder()

@@ -151,14 +151,8 @@ function verified(signed: SignedHeaders, secretIndex: number, rawBody: Uint8Arra
 }
 
 function invalidSignature(version: 'v2' | 'v1', secrets: SecretSet): WebhookVerificationError {
-  let message =
-    `No ${version} signature matched the ${secrets.count === 1 ? 'configured secret' : `${secrets.count} configured secrets`}. ` +
-    'Check that the secret is the current one for this endpoint (rotating it stops the old one at once; ' +
-    'list both while you deploy) and that the body is the raw bytes as received, not JSON parsed and re-serialized.'
-  if (secrets.unprefixed) {
-    message += ` A configured secret does not start with "${SECRET_PREFIX}": use the whole value the service returned, prefix included.`
-  }
-  return new WebhookVerificationError('invalid_signature', message)
+  const unprefixed = secrets.unprefixed ? ` A configured secret lacks the "${SECRET_PREFIX}" prefix: use the whole value.` : ''
+  return new WebhookVerificationError('invalid_signature', `No ${version} signature matched the ${secrets.count === 1 ? 'configured secret' : `${secrets.count} configured secrets`}.${unprefixed}`)
 }
 
 /** Parses a verified body: UTF-8 JSON, an object with a string `event`. */
@@ -171,7 +165,7 @@ function parseEvent(rawBody: Uint8Array): WebhookEvent {
     throw new WebhookVerificationError('invalid_json', 'The verified body is not UTF-8 JSON.')
   }
   if (typeof event !== 'object' || event === null || Array.isArray(event) || typeof (event as { event?: unknown }).event !== 'string') {
-    throw new WebhookVerificationError('invalid_json', 'The verified body is not a JSON object with a string "event" field.')
+    throw new WebhookVerificationError('invalid_json', 'The verified body has no string "event" field.')
   }
   return event as WebhookEvent
 }

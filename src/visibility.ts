@@ -7,8 +7,8 @@
  * counts its consecutive failing answers to the sender, warning well before the sender disables
  * the endpoint at 20 (spec/service-api.md §6.3). `stats()` reads the same counters, exact.
  */
-import { outcomeRow, type AnswerRow, type OUTCOME_TEXTS } from './answer-texts.js'
-import type { WebhookAnswerCode, WebhookOutcome } from './answers.js'
+import { outcomeRow, refusalFix, type AnswerRow, type OUTCOME_TEXTS } from './answer-texts.js'
+import type { WebhookAnswerCode, WebhookErrorCode, WebhookOutcome } from './answers.js'
 import { isWebhookVerificationError } from './errors.js'
 import { KNOWN_EVENT_TYPES } from './events.js'
 import type { InboxStats } from './contracts/inbox.js'
@@ -184,8 +184,12 @@ function lineOf(result: { outcome: WebhookOutcome; status: number; code?: string
   const about = [result.id === undefined ? undefined : `delivery ${printableId(result.id)}`, endpoint].filter(Boolean).join(', ')
   const where = about ? ` (${about})` : ''
   if (result.outcome === 'refused') {
-    const why = isWebhookVerificationError(result.error) ? result.error.message : `an unexpected error (${describeError(result.error)}).`
-    return `svc-webhooks: ${result.status} ${result.code}${where}: ${why}`
+    // The error's message says what was wrong with this request, its cause's name what failed
+    // underneath (a secret lookup's); the fix is the answers table's, printed only here.
+    const { error } = result
+    if (!isWebhookVerificationError(error)) return `svc-webhooks: ${result.status} ${result.code}${where}: an unexpected error (${describeError(error)}).`
+    const under = error.cause === undefined ? '' : ` (${errorLabel(error.cause)})`
+    return `svc-webhooks: ${result.status} ${result.code}${where}: ${error.message}${under} Fix: ${refusalFix(error.code as WebhookErrorCode)}.`
   }
   if (failed) {
     const error = result.error === undefined ? '' : ` (${describeError(result.error)})`

@@ -8,7 +8,6 @@
  * sender retries. A cached state costs a clock read and two field reads per request.
  */
 import { isWebhookVerificationError, WebhookVerificationError } from '../errors.js'
-import { errorLabel } from '../log-window.js'
 import { stateProblem, type PendingMark, type SecretSource, type SecretState } from './contract.js'
 import { importSecrets, type SecretRecheck, type SourceSecretSet } from './list.js'
 import { TIMED_OUT, within } from './within.js'
@@ -36,28 +35,21 @@ const noop = () => undefined
 const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms))
 
 function unusable(problem: string): WebhookVerificationError {
-  return new WebhookVerificationError(
-    'secret_lookup_failed',
-    `The secret source holds an unusable value: ${problem} (the value is not shown). Answered 503 so the sender retries; ` +
-      "write a valid state to it, e.g. { secrets: ['svc_whsec_...'] }.",
-  )
+  return new WebhookVerificationError('secret_lookup_failed', `The secret source holds an unusable value: ${problem} (the value is not shown).`)
 }
 
 /** A source's own error (src/stores/source-state.ts): its message quotes no stored value. */
 const SOURCE_ERROR = 'SecretSourceError'
 
+/** A read that failed; any other error than a source's own is named by the log line, from the `cause`. */
 function unreadable(cause: unknown, timedOut: boolean): WebhookVerificationError {
   const own = cause instanceof Error && cause.name === SOURCE_ERROR
   const why = timedOut
     ? 'did not answer in time (secretReadTimeoutMs).'
     : own
       ? `failed: ${cause.message.replace(/^svc-webhooks: /, '').replace(/([^.?!])$/, '$1.')}`
-      : `failed (${errorLabel(cause)}).`
-  return new WebhookVerificationError(
-    'secret_lookup_failed',
-    `Reading the secret source ${why} This delivery could not be checked: answered 503 so the sender retries.`,
-    timedOut ? undefined : { cause },
-  )
+      : 'failed.'
+  return new WebhookVerificationError('secret_lookup_failed', `Reading the secret source ${why}`, timedOut ? undefined : { cause })
 }
 
 /**
@@ -130,12 +122,7 @@ export class SourceCache implements SecretRecheck {
   /** The refusal for a delivery that matched none of `set` either: 503 `secret_pending` while a change is pending, else `mismatch`. */
   refusal(set: SourceSecretSet, mismatch: unknown): unknown {
     if (!this.holding(set)) return mismatch
-    return new WebhookVerificationError(
-      'secret_pending',
-      'No signature matched the secrets the secret source holds, and it says a secret change is in progress (pending): ' +
-        'answered 503 with Retry-After, so the sender retries once the new secret is stored. If this lasts, the rotation or ' +
-        'registration stopped midway: run it again, or write the new secret to the source.',
-    )
+    return new WebhookVerificationError('secret_pending', 'No signature matched the secret source, and a secret change is pending there.')
   }
 
   private first(): Promise<SourceSecretSet> {
@@ -235,7 +222,8 @@ export class SourceCache implements SecretRecheck {
   private refreshFailed(error: unknown): void {
     if (this.failing) return
     this.failing = true
-    const why = isWebhookVerificationError(error) ? error.message : errorLabel(error)
+    // Every read's failure is a refusal made in load(); anything else is a fault of this file.
+    const why = isWebhookVerificationError(error) ? `${error.message}${nameOf(error.cause)}` : 'An unexpected error.'
     this.say(`svc-webhooks: refreshing the secret source failed; the secrets read before stay in use until it answers. ${why}`)
   }
 
@@ -247,6 +235,14 @@ export class SourceCache implements SecretRecheck {
       // Swallowed on purpose: a logging failure must not fail a read.
     }
   }
+}
+
+/**
+ * The name of the error a read failed with, never its message (it may quote what the source
+ * holds); only word characters, so it cannot forge a line.
+ */
+function nameOf(cause: unknown): string {
+  return cause instanceof Error && cause.name !== SOURCE_ERROR ? ` (${cause.name.replace(/[^\w.$-]/g, '?').slice(0, 60)})` : ''
 }
 
 function sameSecrets(a: readonly string[], b: readonly string[]): boolean {

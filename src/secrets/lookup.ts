@@ -59,27 +59,15 @@ export async function lookupSecrets(opts: SecretOptions, request: unknown): Prom
   try {
     found = await within(opts.lookup!(request), opts.sourceSettings.readTimeoutMs)
   } catch (error) {
-    throw new WebhookVerificationError(
-      'secret_lookup_failed',
-      'The `secret` function threw or rejected, so this delivery could not be checked. Answered 503 so the sender retries; ' +
-        'see the cause, and cache secrets so a slow store does not fail every delivery.',
-      { cause: error },
-    )
+    throw new WebhookVerificationError('secret_lookup_failed', 'The `secret` function threw or rejected (see the cause).', { cause: error })
   }
   if (found === TIMED_OUT) {
-    throw new WebhookVerificationError(
-      'secret_lookup_failed',
-      'The `secret` function did not answer within secretReadTimeoutMs, so this delivery could not be checked. Answered 503 so the ' +
-        'sender retries; cache secrets so a slow store does not fail every delivery.',
-    )
+    throw new WebhookVerificationError('secret_lookup_failed', 'The `secret` function did not answer within secretReadTimeoutMs.')
   }
   if (isSecretSource(found)) return tenantSource(opts, found).current()
   const problem = secretProblem(found)
   if (problem === 'none') {
-    throw new WebhookVerificationError(
-      'unknown_endpoint',
-      'The `secret` function returned no secret for this request: no endpoint is registered for it here.',
-    )
+    throw new WebhookVerificationError('unknown_endpoint', 'The `secret` function returned no secret for this request.')
   }
   if (problem) {
     throw new WebhookVerificationError('secret_lookup_failed', `The \`secret\` function returned an unusable value: ${problem.replace('`secret` ', 'it ')}`)
