@@ -13,7 +13,7 @@ type RefusalName = WebhookErrorCode | 'internal_error'
 export type { AnswerName } from './answers.js'
 
 /** What a person reads about an answer. */
-interface AnswerText {
+export interface AnswerText {
   /** Why a delivery gets this answer, in a few words; never quotes the request. */
   cause: string
   /** What to change, in a few words; never quotes the request. */
@@ -24,11 +24,32 @@ interface AnswerText {
 const FORWARD = 'forward every svc-webhook-* header'
 const UNCHANGED = 'forward the header unchanged'
 
+/** The answers, not refusals, that fail a delivery (a 5xx the sender retries): the ones the receiver's log line prints. */
+type FailureName = { [N in Exclude<AnswerName, RefusalName>]: `${(typeof ANSWER_ROWS)[N]['status']}` extends `5${string}` ? N : never }[Exclude<AnswerName, RefusalName>]
+
 /**
- * The cause and fix of each answer that is not a refusal: what the receiver's default log line
- * prints for a failure (a refusal's line prints its error's own message instead).
+ * The cause and fix of each failure that is not a refusal: what the receiver's default log line
+ * prints for it (a refusal's line prints its error's message and the fix instead). Apart from the
+ * other rows' texts, which only `doctor`, the README and `ANSWERS` print, so a receiver's bundle
+ * carries these three alone.
  */
-export const OUTCOME_TEXTS = {
+const FAILURE_TEXTS = {
+  handler_failed: {
+    cause: 'the handler threw',
+    fix: 'fix the handler, or use `inbox` so failures are retried without failing the sender; the claim is released, so the retry runs it again',
+  },
+  store_unavailable: {
+    cause: 'the idempotency store (Redis, Postgres) did not answer',
+    fix: "check the store's connection from the receiver; retried by the sender after Retry-After",
+  },
+  inbox_unavailable: {
+    cause: 'the durable inbox did not take the delivery',
+    fix: "check the inbox's connection from the receiver; retried by the sender after Retry-After",
+  },
+} as const satisfies Record<FailureName, AnswerText>
+
+/** The cause and fix of each answer that is neither a refusal nor a failure: for `ANSWERS` (doctor, the README). */
+const OTHER_TEXTS = {
   processed: {
     cause: 'verified, and the handler succeeded',
     fix: 'nothing: the delivery is done',
@@ -45,27 +66,15 @@ export const OUTCOME_TEXTS = {
     cause: 'another request with the same delivery id was being processed',
     fix: 'nothing, when a retry overlaps a slow first attempt: the sender comes back after Retry-After and gets 200 duplicate once it is done',
   },
-  handler_failed: {
-    cause: 'the handler threw',
-    fix: 'fix the handler, or use `inbox` so failures are retried without failing the sender; the claim is released, so the retry runs it again',
-  },
-  store_unavailable: {
-    cause: 'the idempotency store (Redis, Postgres) did not answer',
-    fix: "check the store's connection from the receiver; retried by the sender after Retry-After",
-  },
   accepted: {
     cause: 'stored in the durable inbox',
     fix: 'nothing: a worker runs the handler later',
-  },
-  inbox_unavailable: {
-    cause: 'the durable inbox did not take the delivery',
-    fix: "check the inbox's connection from the receiver; retried by the sender after Retry-After",
   },
   method_not_allowed: {
     cause: 'the route accepts only POST',
     fix: 'the service always POSTs: check nothing on the way turns it into another method (a redirect does)',
   },
-} as const satisfies Record<Exclude<AnswerName, RefusalName>, AnswerText>
+} as const satisfies Record<Exclude<AnswerName, RefusalName | FailureName>, AnswerText>
 
 /**
  * The cause of each refusal: printed by `doctor`, `send` and `verify`, and the README's table. A
@@ -130,10 +139,10 @@ export interface AnswerRow extends AnswerFacts, AnswerText {}
 export const ANSWERS = /* @__PURE__ */ withTexts()
 
 type RefusalTexts = { [N in RefusalName]: { cause: (typeof REFUSAL_CAUSES)[N]; fix: (typeof REFUSAL_FIXES)[N] } }
-type Texts = typeof OUTCOME_TEXTS & RefusalTexts
+type Texts = typeof OTHER_TEXTS & typeof FAILURE_TEXTS & RefusalTexts
 
 function withTexts() {
-  const texts = { ...OUTCOME_TEXTS } as Record<AnswerName, AnswerText>
+  const texts = { ...OTHER_TEXTS, ...FAILURE_TEXTS } as Record<AnswerName, AnswerText>
   for (const name of Object.keys(REFUSAL_FIXES) as RefusalName[]) texts[name] = { cause: REFUSAL_CAUSES[name], fix: REFUSAL_FIXES[name] }
   const rows = {} as Record<AnswerName, AnswerRow>
   for (const name of Object.keys(ANSWER_ROWS) as AnswerName[]) rows[name] = Object.freeze({ ...ANSWER_ROWS[name], ...texts[name] })
@@ -145,7 +154,7 @@ export function refusalFix(code: RefusalName): string {
   return REFUSAL_FIXES[code]
 }
 
-/** The row of an answer that is not a refusal, with its texts: what the default log line reads. */
-export function outcomeRow(name: keyof typeof OUTCOME_TEXTS): AnswerRow {
-  return { ...ANSWER_ROWS[name], ...OUTCOME_TEXTS[name] }
+/** The cause and fix of a failure that is not a refusal (a 5xx row: `handler_failed`...), or undefined for any other answer. */
+export function failureText(name: string): AnswerText | undefined {
+  return (FAILURE_TEXTS as Partial<Record<string, AnswerText>>)[name]
 }

@@ -7,7 +7,7 @@
  * counts its consecutive failing answers to the sender, warning well before the sender disables
  * the endpoint at 20 (spec/service-api.md §6.3). `stats()` reads the same counters, exact.
  */
-import { outcomeRow, refusalFix, type AnswerRow, type OUTCOME_TEXTS } from './answer-texts.js'
+import { failureText, refusalFix, type AnswerText } from './answer-texts.js'
 import type { WebhookAnswerCode, WebhookErrorCode, WebhookOutcome } from './answers.js'
 import { isWebhookVerificationError } from './errors.js'
 import { KNOWN_EVENT_TYPES } from './events.js'
@@ -169,15 +169,14 @@ export function resultLine(result: {
   endpoint?: string
   error?: unknown
 }): (() => string) | undefined {
-  // A refusal's line gives its error's message, which speaks of this request; another row's, its cause and fix.
-  const row: AnswerRow | undefined = result.outcome === 'refused' ? undefined : outcomeRow(result.outcome as keyof typeof OUTCOME_TEXTS)
-  const failed = row !== undefined && row.status >= 500
-  if (result.outcome !== 'refused' && !failed && !(result.outcome === 'processed' && result.error !== undefined)) return undefined
+  // A refusal's line gives its error's message and the fix; a failure's (a 5xx row), its cause and fix.
+  const failure = result.outcome === 'refused' ? undefined : failureText(result.outcome)
+  if (result.outcome !== 'refused' && !failure && !(result.outcome === 'processed' && result.error !== undefined)) return undefined
   // Built only when written: under a flood, repeats of a kind are counted, never formatted.
-  return () => lineOf(result, row, failed)
+  return () => lineOf(result, failure)
 }
 
-function lineOf(result: { outcome: WebhookOutcome; status: number; code?: string; id?: string; endpoint?: string; error?: unknown }, row: AnswerRow | undefined, failed: boolean): string {
+function lineOf(result: { outcome: WebhookOutcome; status: number; code?: string; id?: string; endpoint?: string; error?: unknown }, failure: AnswerText | undefined): string {
   // The endpoint of a refused request can be a name taken from its URL: escaped and capped.
   const endpoint = result.endpoint && result.endpoint !== 'default' ? `endpoint ${printable(result.endpoint)}` : undefined
   // The id of a refused request is as sent: printable, and at most one token (ids are parsed back by `resend --from-log`).
@@ -191,9 +190,9 @@ function lineOf(result: { outcome: WebhookOutcome; status: number; code?: string
     const under = error.cause === undefined ? '' : ` (${errorLabel(error.cause)})`
     return `svc-webhooks: ${result.status} ${result.code}${where}: ${error.message}${under} Fix: ${refusalFix(error.code as WebhookErrorCode)}.`
   }
-  if (failed) {
+  if (failure) {
     const error = result.error === undefined ? '' : ` (${describeError(result.error)})`
-    return `svc-webhooks: ${result.status} ${result.code}${where}: ${row!.cause}; ${row!.fix}.${error}`
+    return `svc-webhooks: ${result.status} ${result.code}${where}: ${failure.cause}; ${failure.fix}.${error}`
   }
   // Ours (the handler outlasted its lease), or the store's: recording the completion failed.
   const but = isOwnError(result.error) ? result.error.message : `the store did not record it, so a retry may run it again (${describeError(result.error)})`
