@@ -3,9 +3,9 @@ import { defineConfig } from 'tsup'
 
 // One entry per public subpath (package.json "exports"): the core, the test kit, each adapter in
 // adapters/, the engines that need a client (Redis, Postgres, BullMQ, pg-boss: thin files in
-// src/entries/ that re-export each subpath's public names), and the CLI. `#crypto` stays an import
-// so package.json "imports" picks node:crypto or WebCrypto by export condition, never by sniffing
-// at run time.
+// src/entries/ that re-export each subpath's public names), and the CLI. Outside the core,
+// `#crypto` stays an import so package.json "imports" picks node:crypto or WebCrypto by export
+// condition, never by sniffing at run time; the core is built once per crypto build (below).
 const adapters = Object.fromEntries(
   readdirSync('adapters')
     .filter((file) => file.endsWith('.ts'))
@@ -49,19 +49,30 @@ export default defineConfig([
     splitting: true,
     external: ['#crypto', /^node:/, /^svc-webhooks/],
   },
-  // The core, `import 'svc-webhooks'`: one file, no chunks. Each file an ES module import loads
-  // costs a resolution, a read and a link, and the split build made the core load eleven; alone
-  // it loads this one and `#crypto`. The adapters' chunks carry their own copy of the core's code,
-  // as the CommonJS build always did: nothing in it is shared state that a copy could split
-  // (errors are branded with Symbol.for, stores and inboxes are interfaces).
-  {
+  // The core, `import 'svc-webhooks'`: one file, no chunks, its crypto build inside. Each file an
+  // ES module import loads costs a resolution, a read and a link (`#crypto`'s resolution through
+  // package.json "imports" alone costs about 1 ms), and the split build made the core load eleven.
+  // So the core is built twice, once per crypto build, and package.json "exports" picks one by the
+  // same conditions as "imports" picks `#crypto`: node:crypto for Node.js, Bun and Deno, WebCrypto
+  // for any other runtime. The adapters' chunks carry their own copy of the core's code, as the
+  // CommonJS build always did: nothing in it is shared state that a copy could split (errors are
+  // branded with Symbol.for, stores and inboxes are interfaces).
+  ...(
+    [
+      ['index', 'src/crypto/node.ts'],
+      ['index.web', 'src/crypto/web.ts'],
+    ] as const
+  ).map(([name, crypto]) => ({
     ...shared,
-    entry: { index },
-    format: ['esm', 'cjs'],
+    entry: { [name]: index },
+    format: ['esm', 'cjs'] as ('esm' | 'cjs')[],
     dts: false,
     splitting: false,
-    external: ['#crypto', /^node:/, /^svc-webhooks/],
-  },
+    external: [/^node:/, /^svc-webhooks/],
+    esbuildOptions(options: { alias?: Record<string, string> }) {
+      options.alias = { '#crypto': `./${crypto}` }
+    },
+  })),
   // The CLI is the package's `bin`, an ES module run by node: one file of its own, so that its
   // code shares no chunk with the library's entries (fewer files for an `import` to load) and no
   // CommonJS copy ships that nothing runs.

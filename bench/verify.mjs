@@ -179,8 +179,8 @@ async function loadImplementations() {
 }
 
 /**
- * The built package as workerd and the Edge runtime run it: dist/index.js with `#crypto`
- * resolved through the `default` condition (WebCrypto) instead of `node`, bundled by esbuild.
+ * The built package as workerd and the Edge runtime run it: the core's WebCrypto build
+ * (dist/index.web.js, what the `default` condition of package.json "exports" picks), bundled by esbuild.
  */
 async function loadWebBuild() {
   const { build } = await import('esbuild')
@@ -188,14 +188,11 @@ async function loadWebBuild() {
   try {
     const outfile = join(dir, 'web.mjs')
     await build({
-      entryPoints: [join(ROOT, 'dist/index.js')],
+      entryPoints: [join(ROOT, 'dist/index.web.js')],
       bundle: true,
       format: 'esm',
       platform: 'neutral',
       outfile,
-      // The `default` condition of package.json "imports", spelled out: tsconfig paths would
-      // otherwise point esbuild at the sources.
-      plugins: [{ name: 'web-crypto', setup: (b) => b.onResolve({ filter: /^#crypto$/ }, () => ({ path: join(ROOT, 'dist/crypto/web.js') })) }],
       logLevel: 'silent',
     })
     return await import(pathToFileURL(outfile).href)

@@ -180,10 +180,17 @@ describe('package boundaries (built dist/)', () => {
     expect(foreign).toEqual([])
   })
 
-  it('the core entry imports no node: module (node:crypto only behind the #crypto node condition)', () => {
-    const { bare } = graph(join(root, 'dist/index.js'))
-    expect([...bare].filter((spec) => spec.startsWith('node:'))).toEqual([])
+  it('the core imports no node: module but behind the node condition (its node:crypto build, and #crypto\'s)', () => {
+    // The `default` build of the core (any runtime with WebCrypto) and `#crypto`'s: no import at all.
+    expect([...graph(join(root, 'dist/index.web.js')).bare]).toEqual([])
     expect(graph(join(root, 'dist/crypto/web.js')).bare.size).toBe(0)
+    // The `node` build (Node.js, Bun, Deno): its crypto build's built-ins and nothing else.
+    expect([...graph(join(root, 'dist/index.js')).bare].sort()).toEqual(['node:buffer', 'node:module'])
+    const exported = pkg.exports['.'] as unknown as Record<'import' | 'require', Record<string, string>>
+    for (const kind of ['import', 'require'] as const) {
+      const { types, node, bun, deno, default: other } = exported[kind]!
+      expect({ types, bun, deno, default: other }).toEqual({ types: `./dist/index.d.${kind === 'import' ? 'ts' : 'cts'}`, bun: node, deno: node, default: node!.replace('index.', 'index.web.') })
+    }
   })
 
   it('the core stays within its size budget (24 KiB minified and gzipped, svc-webhooks bundled into one file: verification, the request path with its bounded readers, secret sources, the answers table, the log window, MemoryStore with its own hash index, MemoryInbox and the inbox worker with its fault handling, order within a conversation and flow control; each is tree-shaken out of an app that does not import it)', () => {
@@ -192,7 +199,7 @@ describe('package boundaries (built dist/)', () => {
     // the JSDoc that esbuild keeps inside classes and object literals. The answers' texts sit
     // apart from their rows (src/answer-texts.ts), which costs this whole bundle about 0.3 KiB and
     // saves an edge bundle that only verifies about 1.5 KiB (scripts/size.mjs).
-    const [bundle] = buildSync({ entryPoints: [join(root, 'dist/index.js')], bundle: true, minify: true, logLevel: 'error', write: false, format: 'esm', platform: 'neutral', external: ['#crypto', 'node:*'] }).outputFiles
+    const [bundle] = buildSync({ entryPoints: [join(root, 'dist/index.web.js')], bundle: true, minify: true, logLevel: 'error', write: false, format: 'esm', platform: 'neutral', external: ['#crypto', 'node:*'] }).outputFiles
     // 19 KiB until the secret source's pending rules (marks timed per id, a mismatch held while
     // the source is re-read) came into the request path: about 0.2 KiB more. 20 KiB until order
     // within a conversation and flow control (MemoryInbox's ordered take, the worker's ordered
