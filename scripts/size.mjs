@@ -10,16 +10,16 @@ import { build } from 'esbuild'
 const KB = 1024
 /**
  * What a user's Worker imports, its target and its ceiling (bytes, gzip). The fix texts now reach
- * only what prints them (the log line, the CLI), so what stands between today and the target is
- * code: for verify-only, the secret-source machinery (its cache, re-read and pending rules: about
+ * only what prints them (the log line, the CLI; body_already_parsed's message keeps its own), so
+ * what stands between today and the target is code: for verify-only, the secret-source machinery (its cache, re-read and pending rules: about
  * 1.9 KB gzip), which a bundler cannot drop while `verifyWebhook` accepts a source or a function
  * as `secret`; past verify-only, the receiver itself (dedupe, the inbox, telemetry, its log
  * window and default store).
  */
 export const ENTRIES = [
-  { name: 'verify-only (verifyWebhook)', code: "export { verifyWebhook } from 'svc-webhooks'", target: 4 * KB, ceiling: 6.1 * KB },
-  { name: 'svc-webhooks/fetch (createFetchHandler)', code: "export { createFetchHandler } from 'svc-webhooks/fetch'", target: 10 * KB, ceiling: 14.5 * KB },
-  { name: 'svc-webhooks/cloudflare (withWebhooks, DurableObjectStore)', code: "export { withWebhooks, DurableObjectStore } from 'svc-webhooks/cloudflare'", target: 12 * KB, ceiling: 18.9 * KB },
+  { name: 'verify-only (verifyWebhook)', code: "export { verifyWebhook } from 'svc-webhooks'", target: 4 * KB, ceiling: 6.2 * KB },
+  { name: 'svc-webhooks/fetch (createFetchHandler)', code: "export { createFetchHandler } from 'svc-webhooks/fetch'", target: 10 * KB, ceiling: 14.6 * KB },
+  { name: 'svc-webhooks/cloudflare (withWebhooks, DurableObjectStore)', code: "export { withWebhooks, DurableObjectStore } from 'svc-webhooks/cloudflare'", target: 12 * KB, ceiling: 19 * KB },
 ]
 
 /** Minified and gzipped bytes of `code` bundled for workerd. */

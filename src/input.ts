@@ -55,13 +55,16 @@ export function tooLarge(maxBodyBytes: number): WebhookVerificationError {
 /**
  * The one `body_already_parsed` refusal, whatever read the body first: the core raises it when a
  * transport says the body was consumed (`WebhookTransport.consumed`), so every framework answers,
- * logs and counts it alike. The message names the fix, in short: a mounting bug reaches a
- * framework's error handler (verify-only mode) before any log line; the CLI says more.
+ * logs and counts it alike. The one refusal whose message keeps its fix, for each common mounting
+ * mistake: in verify-only mode it reaches the framework's error handler, which prints the message.
  */
 export function bodyAlreadyParsed(): WebhookVerificationError {
   return new WebhookVerificationError(
     'body_already_parsed',
-    'The raw request body is needed, but something read or parsed it first: mount webhooks() before any JSON body parser ' +
-      '(before express.json(), c.req.json()), or pass verifyWebhook the bytes as received.',
+    'The raw request body is needed to verify the signature, but something read or parsed it before svc-webhooks did. ' +
+      'Mount webhooks() first on the route, before any JSON body parser (e.g. before express.json(), or give the route ' +
+      'express.raw({ type: "*/*" })); in Hono, before c.req.json() or a validator; in a Next.js Pages route, ' +
+      'export const config = { api: { bodyParser: false } }; with verifyWebhook, pass the bytes as received ' +
+      '(e.g. await request.arrayBuffer()), not a parsed object.',
   )
 }
