@@ -8,7 +8,7 @@
  * the endpoint at 20 (spec/service-api.md §6.3). `stats()` reads the same counters, exact.
  */
 import { failureText, refusalFix, type AnswerText } from './answer-texts.js'
-import type { WebhookAnswerCode, WebhookErrorCode, WebhookOutcome } from './answers.js'
+import type { WebhookAnswerCode, WebhookOutcome } from './answers.js'
 import { isWebhookVerificationError } from './errors.js'
 import { KNOWN_EVENT_TYPES } from './events.js'
 import type { InboxStats } from './contracts/inbox.js'
@@ -187,8 +187,8 @@ function lineOf(result: { outcome: WebhookOutcome; status: number; code?: string
     // underneath (a secret lookup's); the fix is the answers table's, printed only here.
     const { error } = result
     if (!isWebhookVerificationError(error)) return `svc-webhooks: ${result.status} ${result.code}${where}: an unexpected error (${describeError(error)}).`
-    const under = error.cause === undefined ? '' : ` (${errorLabel(error.cause)})`
-    return `svc-webhooks: ${result.status} ${result.code}${where}: ${error.message}${under} Fix: ${refusalFix(error.code as WebhookErrorCode)}.`
+    const why = error.cause === undefined ? error.message : `${error.message.replace(/\.$/, '')} (${errorLabel(error.cause)}).`
+    return `svc-webhooks: ${result.status} ${result.code}${where}: ${why} Fix: ${refusalFix(error.code)}.`
   }
   if (failure) {
     const error = result.error === undefined ? '' : ` (${describeError(result.error)})`

@@ -59,7 +59,7 @@ export async function lookupSecrets(opts: SecretOptions, request: unknown): Prom
   try {
     found = await within(opts.lookup!(request), opts.sourceSettings.readTimeoutMs)
   } catch (error) {
-    throw new WebhookVerificationError('secret_lookup_failed', 'The `secret` function threw or rejected (see the cause).', { cause: error })
+    throw new WebhookVerificationError('secret_lookup_failed', 'The `secret` function threw or rejected.', { cause: error })
   }
   if (found === TIMED_OUT) {
     throw new WebhookVerificationError('secret_lookup_failed', 'The `secret` function did not answer within secretReadTimeoutMs.')
