@@ -4,7 +4,7 @@
  * user brings a tunnel; this registers a temporary endpoint for its URL (§4.1), writes the
  * endpoint's secret to a file the local receiver reads (`FileSecretSource`), shows each delivery
  * as it arrives when it forwards them, and deletes the endpoint on every way out: Ctrl-C,
- * SIGTERM, `--timeout`, or a crash. The token is read from $SVC_API_TOKEN only and never printed.
+ * SIGTERM, `--timeout`, or a crash (and what a SIGKILL left, at the next start). The token is read from $SVC_API_TOKEN only and never printed.
  */
 import { randomUUID } from 'node:crypto'
 import { renameSync, rmSync, writeFileSync } from 'node:fs'
@@ -16,6 +16,8 @@ import { defineCommand, EXIT, httpUrl, integer, UsageError, type Io } from './co
 
 const DEFAULT_SECRET_FILE = '.svc-webhooks-secret'
 const DEFAULT_TIMEOUT_S = 3600
+/** The label every endpoint `listen` registers starts with: how a later run finds a leftover. */
+const LABEL_PREFIX = 'svc-webhooks listen '
 /** The sender's own limit (§6.3): a forwarded delivery waits no longer for the local receiver. */
 const FORWARD_TIMEOUT_MS = 10_000
 /** A forwarded body larger than this is refused: the receiver's default maxBodyBytes. */
@@ -101,7 +103,8 @@ export const listen = defineCommand(
     description: `Registers a temporary webhook endpoint for the public URL of your tunnel (the service
 delivers only to https on 443), writes its signing secret to a file your receiver reads with
 FileSecretSource (default ${DEFAULT_SECRET_FILE}, mode 0600), and deletes the endpoint when
-it stops: Ctrl-C, SIGTERM, --timeout, or an error. With --forward-to it also listens on
+it stops: Ctrl-C, SIGTERM, --timeout, or an error; one a killed listen (SIGKILL) left for
+the same URL is deleted when the next listen starts. With --forward-to it also listens on
 127.0.0.1:--port (point the tunnel there), prints each delivery as it arrives and forwards it
 to your receiver unchanged, answering with your receiver's answer.
 The service is found from $SVC_API_URL, $SVC_API_TOKEN (never printed) and $SVC_BUSINESS_ID.`,
@@ -132,7 +135,14 @@ The service is found from $SVC_API_URL, $SVC_API_TOKEN (never printed) and $SVC_
     const proxy = target && port ? forwarder(port, target, io) : undefined
     await proxy?.start()
 
-    const endpoint = await service.endpoints.create({ label: `svc-webhooks listen ${randomUUID().slice(0, 8)}`, url: url.href, subscribed_events: subscribed })
+    // A listen stopped by SIGKILL or a power cut could not delete its endpoint: one for the same
+    // tunnel URL, labelled by listen, is that leftover (a tunnel URL belongs to one machine).
+    for (const stale of await service.endpoints.list()) {
+      if (stale.url !== url.href || !stale.label.startsWith(LABEL_PREFIX)) continue
+      await service.endpoints.remove(stale.id)
+      io.out(`endpoint ${stale.id} deleted: an earlier listen for ${url.href} stopped without deleting it\n`)
+    }
+    const endpoint = await service.endpoints.create({ label: `${LABEL_PREFIX}${randomUUID().slice(0, 8)}`, url: url.href, subscribed_events: subscribed })
     let cleaned: Promise<number> | undefined
     /** Deletes the endpoint and the secret file once, whatever stopped us. */
     const cleanup = (why: string) =>

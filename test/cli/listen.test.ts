@@ -3,17 +3,19 @@
  * reads its secret from the file `listen` writes (FileSecretSource): the endpoint is registered
  * for the tunnel's URL (here the forwarder's own 127.0.0.1 port, which the emulator accepts), a
  * delivery reaches the receiver through the forwarder and is printed as it arrives, and the
- * endpoint and the secret file are gone after Ctrl-C (SIGINT) and after --timeout. The token never
- * appears in the output.
+ * endpoint and the secret file are gone after Ctrl-C (SIGINT), SIGTERM, --timeout and a crash (an
+ * uncaught exception or an unhandled rejection raised inside the running process by a preloaded
+ * module); an endpoint the service refuses to delete is named with the command that deletes it;
+ * one left by a SIGKILL is deleted by the next run for the same URL. The token never appears.
  */
 import { spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createNodeHandler } from 'svc-webhooks/node'
-import { FileSecretSource } from 'svc-webhooks/service'
+import { createServiceClient, FileSecretSource } from 'svc-webhooks/service'
 import { createServiceEmulator, type ServiceEmulator } from 'svc-webhooks/testing'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freePort } from '../../tools/free-port.mjs'
@@ -47,9 +49,18 @@ function serviceEnv(): NodeJS.ProcessEnv {
   return env as NodeJS.ProcessEnv
 }
 
+/**
+ * Loaded before the CLI with --require: a crash on demand inside the running `listen`, the way a
+ * bug would raise one. SIGUSR2 throws from a timer; SIGHUP leaves a promise rejected.
+ */
+const CRASH_PRELOAD = `
+process.on('SIGUSR2', () => setImmediate(() => { throw new Error('injected crash') }))
+process.on('SIGHUP', () => { Promise.reject(new Error('injected rejection')) })
+`
+
 /** Starts `listen` and resolves once it says it is listening (bounded: 20 s). */
-async function startListen(args: string[]) {
-  const child = spawn(process.execPath, [CLI, 'listen', ...args, '--secret-file', secretFile()], {
+async function startListen(args: string[], nodeArgs: string[] = []) {
+  const child = spawn(process.execPath, [...nodeArgs, CLI, 'listen', ...args, '--secret-file', secretFile()], {
     env: serviceEnv(),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -97,6 +108,60 @@ describe('svc-webhooks listen', () => {
     expect(run.output()).toContain(`stopped after --timeout 1 s: endpoint ${run.id} deleted`)
     expect(emulator.endpoint(run.id)).toBeUndefined()
     expect(run.output()).not.toContain(emulator.token)
+  }, 60_000)
+
+  it('deletes the endpoint on SIGTERM', async () => {
+    const run = await startListen(['--url', 'http://127.0.0.1:9/webhooks/svc'])
+    run.child.kill('SIGTERM')
+    expect(await run.exited, run.output()).toBe(0)
+    expect(run.output()).toContain(`stopped (SIGTERM): endpoint ${run.id} deleted`)
+    expect(emulator.endpoint(run.id)).toBeUndefined()
+    expect(existsSync(secretFile())).toBe(false)
+  }, 60_000)
+
+  it.each([
+    ['an uncaught exception', 'SIGUSR2', 'injected crash'],
+    ['an unhandled rejection', 'SIGHUP', 'injected rejection'],
+  ] as const)('deletes the endpoint when it crashes with %s, and exits 1', async (_, signal, message) => {
+    const preload = join(dir, 'crash.cjs')
+    writeFileSync(preload, CRASH_PRELOAD)
+    const run = await startListen(['--url', 'http://127.0.0.1:9/webhooks/svc'], ['--require', preload])
+    expect(emulator.endpoint(run.id)).toBeDefined()
+    run.child.kill(signal)
+    expect(await run.exited, run.output()).toBe(1)
+    expect(run.output()).toContain(`svc-webhooks listen: ${message}`)
+    expect(run.output()).toContain(`crashed: endpoint ${run.id} deleted`)
+    expect(emulator.endpoint(run.id)).toBeUndefined()
+    expect(existsSync(secretFile())).toBe(false)
+    expect(run.output()).not.toContain(emulator.token)
+  }, 60_000)
+
+  it('names the command that deletes the endpoint when the service refuses to, and exits 1', async () => {
+    const run = await startListen(['--url', 'http://127.0.0.1:9/webhooks/svc'])
+    emulator.faultApiCalls(1, { method: 'DELETE', status: 403 })
+    run.child.kill('SIGINT')
+    expect(await run.exited, run.output()).toBe(1)
+    expect(run.output()).toContain(`endpoint ${run.id} could not be deleted`)
+    expect(run.output()).toContain(`svc-webhooks endpoints delete ${run.id}`)
+    expect(emulator.endpoint(run.id)).toBeDefined()
+    expect(run.output()).not.toContain(emulator.token)
+    await createServiceClient({ baseUrl: emulator.baseUrl, token: emulator.token, businessId: emulator.businessId }).endpoints.remove(run.id)
+    expect(emulator.endpoint(run.id)).toBeUndefined()
+  }, 60_000)
+
+  it('deletes the endpoint a SIGKILLed run left for the same URL when the next run starts', async () => {
+    const url = 'http://127.0.0.1:9/webhooks/killed'
+    const killed = await startListen(['--url', url])
+    killed.child.kill('SIGKILL')
+    await killed.exited
+    expect(emulator.endpoint(killed.id)).toBeDefined()
+
+    const next = await startListen(['--url', url, '--timeout', '1'])
+    expect(next.output()).toContain(`endpoint ${killed.id} deleted: an earlier listen for ${url} stopped without deleting it`)
+    expect(emulator.endpoint(killed.id)).toBeUndefined()
+    expect(next.id).not.toBe(killed.id)
+    expect(await next.exited, next.output()).toBe(0)
+    expect(emulator.endpoint(next.id)).toBeUndefined()
   }, 60_000)
 
   it('refuses a public URL that is not https, before calling the service', async () => {
