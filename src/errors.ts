@@ -42,6 +42,14 @@ export class WebhookVerificationError extends Error {
     this.code = code
     this.status = ERROR_STATUS[code]
   }
+
+  /**
+   * `instanceof` true for an error thrown by any copy of the package: the core entry and each
+   * adapter are built as files of their own, so an adapter's refusals come from its own copy.
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return isWebhookVerificationError(value)
+  }
 }
 
 // On the prototype, not on each error: a copy of the package in another realm brands its own.

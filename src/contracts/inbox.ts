@@ -114,11 +114,16 @@ export class InboxError extends Error {
     this.kind = kind
     this.operation = operation
   }
+
+  /** `instanceof` true for an error thrown by any copy of the package (an engine's entry carries its own). */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return isInboxError(value)
+  }
 }
 
 /** Whether `error` is an {@link InboxError}, across realms and copies of the package. */
 export function isInboxError(error: unknown): error is InboxError {
-  return error instanceof InboxError || (error instanceof Error && error.name === 'InboxError' && typeof (error as { kind?: unknown }).kind === 'string')
+  return error instanceof Error && error.name === 'InboxError' && typeof (error as { kind?: unknown }).kind === 'string'
 }
 
 /**

@@ -189,14 +189,20 @@ describe('messages that say how to fix it', () => {
 })
 
 describe('the cross-realm guard', () => {
-  it('recognises an error thrown by the CJS build, where instanceof is false', async () => {
+  it('recognises an error thrown by another copy of the package (the CJS build), instanceof included', async () => {
     const require = createRequire(import.meta.url)
     const cjs = require('svc-webhooks') as typeof esm
     expect(require.resolve('svc-webhooks')).toMatch(/dist[\\/]index\.cjs$/)
     const signed = await signWebhook({ secret: SECRET, body, timestamp: NOW })
     const error = await cjs.verifyWebhook({ body, headers: signed.headers }, { secret: 'svc_whsec_other', now: () => NOW * 1000 }).catch((e: unknown) => e)
-    expect(error).not.toBeInstanceOf(esm.WebhookVerificationError)
+    expect(error).toBeInstanceOf(esm.WebhookVerificationError)
     expect(error).toBeInstanceOf(cjs.WebhookVerificationError)
+    expect(new esm.WebhookVerificationError('missing_id', 'x')).toBeInstanceOf(cjs.WebhookVerificationError)
+    expect(Object.assign(new Error('x'), { name: 'WebhookVerificationError', code: 'missing_id' })).not.toBeInstanceOf(cjs.WebhookVerificationError)
+    const inboxError = new cjs.InboxError('unavailable', 'RedisInbox.append', 'down')
+    expect(inboxError).toBeInstanceOf(esm.InboxError)
+    expect(esm.isInboxError(inboxError)).toBe(true)
+    expect(new Error('down')).not.toBeInstanceOf(esm.InboxError)
     expect(esm.isWebhookVerificationError(error)).toBe(true)
     expect(cjs.isWebhookVerificationError(new esm.WebhookVerificationError('missing_id', 'x'))).toBe(true)
     expect(esm.errorResponse(error)).toMatchObject({ status: 401, body: '{"ok":false,"code":"invalid_signature"}' })
