@@ -71,6 +71,7 @@ import {
 import { DEFAULT_RETENTION_MS } from '../contracts/store.js'
 import type { Admission, FlowEngine, OrderedTake, OrderingEngine, PauseState, Placement } from '../contracts/ordering.js'
 import { PostgresOrder } from './postgres-order.js'
+import { orderMaintenanceSql } from './postgres-order-sql.js'
 import { flowStats } from './flow-stats.js'
 
 export { createInboxTableSql }
@@ -211,18 +212,20 @@ export class PostgresInbox implements WebhookInbox, OrderingEngine, FlowEngine {
       table,
       run: (what, attempt) => this.run(what, attempt),
       query: (text, values) => this.pool.query(text, values),
-      transaction: (work) => this.transaction(work),
       entryOf: (row) => entryOf(row as Row),
     })
-    // Processed keys past their retention go on their own: no sweep() timer to forget.
+    // Processed keys past their retention, and the rows of ordering keys idle that long, go on
+    // their own: no sweep() timer to forget.
     const keys = names(table).keys
-    this.maintenance = new Maintenance(pool, maintenanceSql(keys, 'processed_until < now()'), keys, maintenance, 'PostgresInbox')
+    const rounds = [maintenanceSql(keys, 'processed_until < now()'), orderMaintenanceSql(table, retentionMs)]
+    this.maintenance = new Maintenance(pool, rounds, keys, maintenance, 'PostgresInbox')
     this.maintenance.start()
   }
 
   /**
-   * One maintenance round now, as the timer runs it: processed keys past their retention deleted
-   * in batches of `maintenanceBatch`, unless another process holds the table's maintenance lock.
+   * One maintenance round now, as the timer runs it: processed keys past their retention, then the
+   * rows of ordering keys with nothing queued and untouched for as long, deleted in batches of
+   * `maintenanceBatch`, unless another process holds the table's maintenance lock.
    *
    * @example
    * const { locked, deleted } = await inbox.maintain()
