@@ -50,12 +50,14 @@ export class PostgresOrder {
     const text = this.sql.take.replace(/\$(\d)/g, (_, i: string) => values[Number(i) - 1]!)
     const results = (await this.host.run('takeOrdered', () => this.host.query(text, []))) as unknown as Rows[]
     const placing = results[0]!.rows as { kind: string }[]
-    if (placing.some((row) => row.kind === 'busy')) return { place: [], run: [], busy: true }
+    // Rows this take leased to be placed keep every key unlocked below: no head comes with them.
     const place = placing.filter((row) => row.kind === 'place').map((row) => this.host.entryOf(row))
     if (place.length > 0) return { place, run: [], busy: false }
+    // The heads are read whatever the first statement said: another worker's placing that it saw
+    // may have ended before the keys were locked, and a head leased then must reach its worker.
     const heads = results[2]!.rows as { order_key: string; late: boolean | null }[]
     const run: OrderedEntry[] = heads.map((row) => ({ ...this.host.entryOf(row), orderKey: row.order_key, late: row.late === true }))
-    return { place: [], run, busy: false }
+    return { place: [], run, busy: run.length === 0 && placing.some((row) => row.kind === 'busy') }
   }
 
   async place(placements: readonly Placement[]): Promise<boolean[]> {
