@@ -46,6 +46,8 @@ export interface OrderNames {
   trigger: string
   /** The function of the `_order_free` trigger (a held lease given up, a dead letter requeued). */
   freed: string
+  /** The ordered take's function. */
+  take: string
   base: string
 }
 
@@ -56,6 +58,7 @@ export function orderNames(table: string): OrderNames {
     flow: quoteTable(`${table}_flow`, 'PostgresInbox'),
     trigger: quoteTable(`${table}_order_done`, 'PostgresInbox'),
     freed: quoteTable(`${table}_order_free`, 'PostgresInbox'),
+    take: quoteTable(`${table}_take_ordered`, 'PostgresInbox'),
     base: table.split('.').pop()!,
   }
 }
@@ -131,7 +134,110 @@ DO $$ BEGIN
       OR (OLD.state = 'queued' AND OLD.lease IS NOT NULL AND (NEW.lease IS NULL OR NEW.visible_at < OLD.visible_at))))
     EXECUTE FUNCTION ${freed}();
   END IF;
-END $$;`
+END $$;
+${takeFunctionSql(table)}`
+}
+
+/** What the ordered take function returns: a taken entry's columns, its order, and what it is for. */
+const TAKE_COLUMNS = `kind text, keys text[], endpoint text, id text, signed_timestamp float8, signature_version text,
+  secret_index integer, body bytea, received_ms float8, attempts integer, takes integer, retries_since_ms float8,
+  last_error text, lease text, dead_ms float8, traceparent text, order_key text, order_at text, late boolean`
+
+/**
+ * The ordered take, a plpgsql function: its statements run one after the other in one
+ * transaction, each with a snapshot of its own (a VOLATILE function's statement sees what
+ * committed before it started, under READ COMMITTED), in one round trip, their plans kept by
+ * the session. The arguments: placing batch, placing lease ms, keys to lock, max heads,
+ * visibility ms.
+ * 1. Unplaced due rows are leased to be placed (kind 'place'); a row of kind 'busy' says another
+ *    worker is placing. Either way it ends there: no key is locked.
+ * 2. Up to `lock_keys` ready keys, oldest first, locked FOR UPDATE SKIP LOCKED. The shared advisory
+ *    lock only excludes the take of the version before this one (an exclusive lock per inbox)
+ *    while both run during an upgrade.
+ * 3. With a snapshot taken after those locks: for each locked key its head, leased when it is due
+ *    and no row of the key is leased (kind 'run', oldest first, at most `max_heads`), and the key's
+ *    `ready_at` set to when to look at it again: the lease's end (taken, or busy), the head's due
+ *    time (strict) or the first due time of its rows, null with nothing queued. A key whose due
+ *    head was left for lack of room keeps its `ready_at`, so it comes first next time.
+ */
+function takeFunctionSql(table: string): string {
+  const { deliveries: d, order: o, take } = orderNames(table)
+  const unplaced = `SELECT 1 FROM ${d} WHERE state = 'queued' AND order_key IS NULL AND (visible_at <= now() OR (placing_until > now() AND visible_at > now()))`
+  const taken = (param: string) => `interval '1 millisecond' * ${param}`
+  return `CREATE OR REPLACE FUNCTION ${take}(place_batch integer, place_lease_ms float8, lock_keys integer, max_heads integer, visibility_ms float8)
+RETURNS TABLE (${TAKE_COLUMNS}) LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+DECLARE
+  taking text[];
+BEGIN
+  RETURN QUERY WITH due AS (
+    SELECT key FROM ${d} WHERE state = 'queued' AND order_key IS NULL AND visible_at <= now()
+    ORDER BY visible_at LIMIT place_batch
+    FOR UPDATE SKIP LOCKED
+  ),
+  to_place AS (
+    UPDATE ${d} AS d SET lease = gen_random_uuid()::text, visible_at = now() + ${taken('place_lease_ms')}, placing_until = now() + ${taken('place_lease_ms')}
+    FROM due WHERE d.key = due.key
+    RETURNING ${columns('d')}
+  ),
+  placers AS (
+    SELECT 1 FROM ${d} WHERE state = 'queued' AND order_key IS NULL AND placing_until > now() AND visible_at > now() LIMIT 1
+  )
+  SELECT 'place'::text, to_place.*, false FROM to_place
+  UNION ALL
+  SELECT 'busy'::text, ${Array.from({ length: 17 }, () => 'NULL').join(', ')}, false WHERE NOT EXISTS (SELECT 1 FROM due) AND EXISTS (SELECT 1 FROM placers);
+  IF FOUND OR max_heads <= 0 THEN RETURN; END IF;
+  PERFORM pg_advisory_xact_lock_shared(hashtext('${table}'));
+  SELECT array_agg(k.order_key) INTO taking FROM (
+    SELECT order_key FROM ${o} WHERE ready_at <= now() AND NOT EXISTS (${unplaced})
+    ORDER BY ready_at LIMIT lock_keys
+    FOR UPDATE SKIP LOCKED
+  ) AS k;
+  IF taking IS NULL THEN RETURN; END IF;
+  RETURN QUERY WITH keys AS (
+    SELECT unnest(taking) AS order_key
+  ),
+  busy AS (
+    SELECT d.order_key, max(d.visible_at) AS until FROM ${d} AS d JOIN keys ON d.order_key = keys.order_key
+    WHERE d.state = 'queued' AND d.lease IS NOT NULL AND d.visible_at > now()
+    GROUP BY d.order_key
+  ),
+  heads AS (
+    SELECT keys.order_key, h.key, h.order_at, h.visible_at FROM keys
+    LEFT JOIN LATERAL (
+      SELECT d.key, d.order_at, d.visible_at FROM ${d} AS d
+      WHERE d.order_key = keys.order_key AND d.state = 'queued' AND (d.order_strict OR d.visible_at <= now())
+      ORDER BY d.order_at, d.key LIMIT 1
+    ) AS h ON true
+    WHERE NOT EXISTS (SELECT 1 FROM busy WHERE busy.order_key = keys.order_key)
+  ),
+  chosen AS (
+    SELECT d.key FROM ${d} AS d
+    WHERE d.key IN (SELECT heads.key FROM heads WHERE heads.visible_at <= now() ORDER BY heads.order_at LIMIT max_heads)
+      AND d.state = 'queued' AND d.visible_at <= now()
+    FOR UPDATE SKIP LOCKED
+  ),
+  leased AS (
+    UPDATE ${d} AS d SET lease = gen_random_uuid()::text, visible_at = now() + ${taken('visibility_ms')}, takes = d.takes + 1
+    FROM chosen WHERE d.key = chosen.key
+    RETURNING ${columns('d')}
+  ),
+  next AS (
+    SELECT keys.order_key, CASE
+      WHEN busy.until IS NOT NULL THEN busy.until
+      WHEN EXISTS (SELECT 1 FROM leased WHERE leased.order_key = keys.order_key) THEN now() + ${taken('visibility_ms')}
+      WHEN heads.visible_at <= now() THEN NULL
+      WHEN heads.key IS NOT NULL THEN heads.visible_at
+      ELSE (SELECT min(d.visible_at) FROM ${d} AS d WHERE d.order_key = keys.order_key AND d.state = 'queued')
+    END AS ready_at,
+    heads.visible_at <= now() AND NOT EXISTS (SELECT 1 FROM leased WHERE leased.order_key = keys.order_key) AS waiting
+    FROM keys LEFT JOIN busy ON busy.order_key = keys.order_key LEFT JOIN heads ON heads.order_key = keys.order_key
+  ),
+  marked AS (
+    UPDATE ${o} AS o SET ready_at = next.ready_at FROM next WHERE o.order_key = next.order_key AND next.waiting IS NOT TRUE
+  )
+  SELECT 'run'::text, leased.*, (leased.order_at < o.last) FROM leased LEFT JOIN ${o} AS o ON o.order_key = leased.order_key;
+END $fn$;`
 }
 
 /** The flow state as stats columns (`paused`, `paused_by`, `per_second`), for the inbox's stats statement. */
@@ -216,94 +322,14 @@ function columns(alias: string): string {
 
 export type OrderStatements = Record<'take' | 'place' | 'admit' | 'read' | 'refund' | 'setPause', string>
 
-/** The transaction-local setting through which an ordered take hands its locked keys to its next statement. */
-const TAKING = 'svc_webhooks.taking'
-
 export function orderStatements(table: string): OrderStatements {
-  const { deliveries: d, order: o, flow: f } = orderNames(table)
+  const { deliveries: d, order: o, flow: f, take: takeFunction } = orderNames(table)
   const avail = `LEAST($3::float8, COALESCE(t.tokens + GREATEST(0, extract(epoch FROM now() - t.refilled_at)) * $2::float8, $3::float8))`
   const granted = `GREATEST(0, LEAST($1::float8, floor(${avail})))`
   const pause = `t.paused, t.paused_by, COALESCE((extract(epoch FROM t.paused_since) * 1000)::float8, 0) AS since_ms, t.version`
-  // An unplaced delivery that is due, or that a worker is placing now.
-  const unplaced = `SELECT 1 FROM ${d} WHERE state = 'queued' AND order_key IS NULL AND (visible_at <= now() OR (placing_until > now() AND visible_at > now())) LIMIT 1`
   return {
-    // Three statements sent at once, one implicit transaction (a multi-statement query takes no
-    // parameters: $1 placing batch, $2 placing lease ms, $3 keys to lock, $4 max heads and $5
-    // visibility ms are written in by the caller, whole numbers checked there).
-    // 1. Unplaced due rows are leased to be placed (kind 'place'); a row of kind 'busy' says
-    //    another worker is placing. Either way no key is locked below.
-    // 2. Up to $3 ready keys, oldest first, locked FOR UPDATE SKIP LOCKED and named in a
-    //    transaction-local setting. The shared advisory lock only excludes the take of the version
-    //    before this one (an exclusive lock per inbox) while both run during an upgrade.
-    // 3. With a snapshot taken after those locks: for each locked key its head, leased when it is
-    //    due and no row of the key is leased (kind 'run', oldest first, at most $4), and the key's
-    //    `ready_at` set to when to look at it again: the lease's end (taken, or busy), the head's
-    //    due time (strict) or the first due time of its rows, null with nothing queued.
-    take: `WITH due AS (
-  SELECT key FROM ${d} WHERE state = 'queued' AND order_key IS NULL AND visible_at <= now()
-  ORDER BY visible_at LIMIT $1
-  FOR UPDATE SKIP LOCKED
-),
-to_place AS (
-  UPDATE ${d} AS d SET lease = gen_random_uuid()::text, visible_at = now() + ${ms('$2')}, placing_until = now() + ${ms('$2')}
-  FROM due WHERE d.key = due.key
-  RETURNING ${columns('d')}
-),
-placers AS (
-  SELECT 1 FROM ${d} WHERE state = 'queued' AND order_key IS NULL AND placing_until > now() AND visible_at > now() LIMIT 1
-)
-SELECT 'place' AS kind, to_place.*, false AS late FROM to_place
-UNION ALL
-SELECT 'busy', ${Array.from({ length: 17 }, () => 'NULL').join(', ')}, false WHERE NOT EXISTS (SELECT 1 FROM due) AND EXISTS (SELECT 1 FROM placers);
-WITH shared AS (SELECT pg_advisory_xact_lock_shared(hashtext('${table}'))),
-locked AS (
-  SELECT order_key FROM ${o} WHERE ready_at <= now() AND NOT EXISTS (${unplaced}) AND EXISTS (SELECT 1 FROM shared)
-  ORDER BY ready_at LIMIT $3
-  FOR UPDATE SKIP LOCKED
-)
-SELECT set_config('${TAKING}', COALESCE((SELECT json_agg(order_key)::text FROM locked), '[]'), true) AS taking;
-WITH keys AS (
-  SELECT value AS order_key FROM json_array_elements_text(COALESCE(NULLIF(current_setting('${TAKING}', true), ''), '[]')::json)
-),
-busy AS (
-  SELECT d.order_key, max(d.visible_at) AS until FROM ${d} AS d JOIN keys ON d.order_key = keys.order_key
-  WHERE d.state = 'queued' AND d.lease IS NOT NULL AND d.visible_at > now()
-  GROUP BY d.order_key
-),
-heads AS (
-  SELECT keys.order_key, h.key, h.order_at, h.visible_at FROM keys
-  LEFT JOIN LATERAL (
-    SELECT key, order_at, visible_at FROM ${d}
-    WHERE order_key = keys.order_key AND state = 'queued' AND (order_strict OR visible_at <= now())
-    ORDER BY order_at, key LIMIT 1
-  ) AS h ON true
-  WHERE NOT EXISTS (SELECT 1 FROM busy WHERE busy.order_key = keys.order_key)
-),
-chosen AS (
-  SELECT d.key FROM ${d} AS d
-  WHERE d.key IN (SELECT key FROM heads WHERE visible_at <= now() ORDER BY order_at LIMIT $4)
-    AND d.state = 'queued' AND d.visible_at <= now()
-  FOR UPDATE SKIP LOCKED
-),
-leased AS (
-  UPDATE ${d} AS d SET lease = gen_random_uuid()::text, visible_at = now() + ${ms('$5')}, takes = d.takes + 1
-  FROM chosen WHERE d.key = chosen.key
-  RETURNING ${columns('d')}
-),
-next AS (
-  SELECT keys.order_key, CASE
-    WHEN busy.until IS NOT NULL THEN busy.until
-    WHEN EXISTS (SELECT 1 FROM leased WHERE leased.order_key = keys.order_key) THEN now() + ${ms('$5')}
-    WHEN heads.visible_at <= now() THEN NULL
-    WHEN heads.key IS NOT NULL THEN heads.visible_at
-    ELSE (SELECT min(visible_at) FROM ${d} WHERE order_key = keys.order_key AND state = 'queued')
-  END AS ready_at, heads.visible_at <= now() AND NOT EXISTS (SELECT 1 FROM leased WHERE leased.order_key = keys.order_key) AS waiting
-  FROM keys LEFT JOIN busy ON busy.order_key = keys.order_key LEFT JOIN heads ON heads.order_key = keys.order_key
-),
-marked AS (
-  UPDATE ${o} AS o SET ready_at = next.ready_at FROM next WHERE o.order_key = next.order_key AND next.waiting IS NOT TRUE
-)
-SELECT 'run' AS kind, leased.*, (leased.order_at < o.last) AS late FROM leased LEFT JOIN ${o} AS o ON o.order_key = leased.order_key`,
+    // $1 placing batch, $2 placing lease ms, $3 keys to lock, $4 max heads, $5 visibility ms.
+    take: `SELECT * FROM ${takeFunction}($1::integer, $2::float8, $3::integer, $4::integer, $5::float8)`,
     // $1 keys, $2 leases, $3 order keys, $4 orders, $5 strict. The placing lease must still be
     // held. Each key's row is created or woken, in key order (two places never wait on each other).
     place: `WITH placed AS (

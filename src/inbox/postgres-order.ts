@@ -13,7 +13,7 @@ const PLACE_BATCH = 200
  * Keys locked per ordered take beyond the heads wanted: a ready key may turn out busy (its head
  * still running) or not due, and the take should still fill the worker's free slots.
  */
-const KEY_SLACK = 8
+const KEY_SLACK = 2
 
 type Rows = { rows: unknown[] }
 
@@ -43,21 +43,15 @@ export class PostgresOrder {
   async takeOrdered(max: number, visibilityMs: number, { placeLeaseMs }: { placeLeaseMs: number; poke: readonly string[] }): Promise<OrderedTake> {
     const wanted = Math.max(0, Math.floor(max))
     // No poke needed: whatever frees a key (complete, retry, bury, a hand-back) wakes its row in
-    // the same statement, through the deliveries table's triggers.
-    // One round trip, one implicit transaction of three statements (the SQL says why three). A
-    // multi-statement query takes no parameters, so the numbers are written in (whole numbers).
-    const values = [PLACE_BATCH, Math.max(1, Math.ceil(placeLeaseMs)), wanted === 0 ? 0 : wanted + KEY_SLACK, wanted, Math.max(1, Math.ceil(visibilityMs))].map((n) => String(Math.floor(n)))
-    const text = this.sql.take.replace(/\$(\d)/g, (_, i: string) => values[Number(i) - 1]!)
-    const results = (await this.host.run('takeOrdered', () => this.host.query(text, []))) as unknown as Rows[]
-    const placing = results[0]!.rows as { kind: string }[]
-    // Rows this take leased to be placed keep every key unlocked below: no head comes with them.
-    const place = placing.filter((row) => row.kind === 'place').map((row) => this.host.entryOf(row))
+    // the same statement, through the deliveries table's triggers. One round trip: the take's
+    // statements run in a function (postgres-order-sql.ts says why).
+    const values = [PLACE_BATCH, Math.max(1, Math.ceil(placeLeaseMs)), wanted === 0 ? 0 : wanted + KEY_SLACK, wanted, Math.max(1, Math.ceil(visibilityMs))]
+    const { rows } = await this.host.run('takeOrdered', () => this.host.query(this.sql.take, values))
+    const taken = rows as { kind: string; order_key: string; late: boolean | null }[]
+    const place = taken.filter((row) => row.kind === 'place').map((row) => this.host.entryOf(row))
     if (place.length > 0) return { place, run: [], busy: false }
-    // The heads are read whatever the first statement said: another worker's placing that it saw
-    // may have ended before the keys were locked, and a head leased then must reach its worker.
-    const heads = results[2]!.rows as { order_key: string; late: boolean | null }[]
-    const run: OrderedEntry[] = heads.map((row) => ({ ...this.host.entryOf(row), orderKey: row.order_key, late: row.late === true }))
-    return { place: [], run, busy: run.length === 0 && placing.some((row) => row.kind === 'busy') }
+    const run: OrderedEntry[] = taken.filter((row) => row.kind === 'run').map((row) => ({ ...this.host.entryOf(row), orderKey: row.order_key, late: row.late === true }))
+    return { place: [], run, busy: taken.some((row) => row.kind === 'busy') }
   }
 
   async place(placements: readonly Placement[]): Promise<boolean[]> {
