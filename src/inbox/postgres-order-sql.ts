@@ -150,7 +150,8 @@ const TAKE_COLUMNS = `kind text, keys text[], endpoint text, id text, signed_tim
  * the session. The arguments: placing batch, placing lease ms, keys to lock, max heads,
  * visibility ms.
  * 1. Unplaced due rows are leased to be placed (kind 'place'); a row of kind 'busy' says another
- *    worker is placing. Either way it ends there: no key is locked.
+ *    worker is placing, or is leasing due rows this statement skipped. Either way it ends there:
+ *    no key is locked. What it does not see was appended after the take began: not present.
  * 2. Up to `lock_keys` ready keys, oldest first, locked FOR UPDATE SKIP LOCKED. The shared advisory
  *    lock only excludes the take of the version before this one (an exclusive lock per inbox)
  *    while both run during an upgrade.
@@ -181,7 +182,7 @@ BEGIN
     RETURNING ${columns('d')}
   ),
   placers AS (
-    SELECT 1 FROM ${d} WHERE state = 'queued' AND order_key IS NULL AND placing_until > now() AND visible_at > now() LIMIT 1
+    ${unplaced} LIMIT 1
   )
   SELECT 'place'::text, to_place.*, false FROM to_place
   UNION ALL
@@ -189,7 +190,7 @@ BEGIN
   IF FOUND OR max_heads <= 0 THEN RETURN; END IF;
   PERFORM pg_advisory_xact_lock_shared(hashtext('${table}'));
   SELECT array_agg(k.order_key) INTO taking FROM (
-    SELECT order_key FROM ${o} WHERE ready_at <= now() AND NOT EXISTS (${unplaced})
+    SELECT order_key FROM ${o} WHERE ready_at <= now()
     ORDER BY ready_at LIMIT lock_keys
     FOR UPDATE SKIP LOCKED
   ) AS k;
