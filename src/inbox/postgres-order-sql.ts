@@ -10,10 +10,12 @@
  *   known), and `ready_at`, when the key may next have a head to run (null: nothing queued). The
  *   row is the key's lock: an ordered take locks the rows of ready keys `FOR UPDATE SKIP LOCKED`
  *   (keys another take holds are passed over, never waited for), then reads and leases their heads
- *   in a *second* statement of the same transaction. Under READ COMMITTED that statement's
+ *   in a *later* statement of the same transaction (the take is a plpgsql function,
+ *   `<table>_take_ordered`, so that is still one round trip). Under READ COMMITTED that statement's
  *   snapshot is taken after the locks are held, so it sees every take of those keys that
  *   committed before: two takes never lease two rows of one key, and different keys are taken by
- *   different workers at once, in batches. (pg-boss keeps one active job per `singletonKey` with a
+ *   different workers at once, in batches. (In one statement the snapshot would predate the
+ *   locks: a take committed in between would go unseen.) (pg-boss keeps one active job per `singletonKey` with a
  *   unique index and skips the keys it finds active; a lease that ends by time cannot be in an
  *   index predicate, so here the key row is the lock instead.)
  * - The head of a key is computed per locked key (`order_key, order_at` index, one row each): the

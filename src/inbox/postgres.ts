@@ -256,7 +256,8 @@ export class PostgresInbox implements WebhookInbox, OrderingEngine, FlowEngine {
   }
 
   /**
-   * Deletes up to `limit` processed keys whose retention has passed and says how many.
+   * Deletes up to `limit` processed keys whose retention has passed and says how many (and, in
+   * the same statement, up to `limit` rows of ordering keys with nothing queued and idle as long).
    *
    * @example
    * await inbox.sweep() // from your own scheduler, with maintenanceIntervalMs: false
