@@ -140,7 +140,11 @@ END $$;
 ${takeFunctionSql(table)}`
 }
 
-/** What the ordered take function returns: a taken entry's columns, its order, and what it is for. */
+/**
+ * What the ordered take function returns: a taken entry's columns, its order, and what it is for.
+ * CREATE OR REPLACE cannot change a function's result columns: a change here needs a DROP FUNCTION
+ * before it in createOrderingSql.
+ */
 const TAKE_COLUMNS = `kind text, keys text[], endpoint text, id text, signed_timestamp float8, signature_version text,
   secret_index integer, body bytea, received_ms float8, attempts integer, takes integer, retries_since_ms float8,
   last_error text, lease text, dead_ms float8, traceparent text, order_key text, order_at text, late boolean`
