@@ -217,8 +217,8 @@ export class PostgresInbox implements WebhookInbox, OrderingEngine, FlowEngine {
     // Processed keys past their retention, and the rows of ordering keys idle that long, go on
     // their own: no sweep() timer to forget.
     const keys = names(table).keys
-    const rounds = [maintenanceSql(keys, 'processed_until < now()'), orderMaintenanceSql(table, retentionMs)]
-    this.maintenance = new Maintenance(pool, rounds, keys, maintenance, 'PostgresInbox')
+    const batchStatements = [maintenanceSql(keys, 'processed_until < now()'), orderMaintenanceSql(table, retentionMs)]
+    this.maintenance = new Maintenance(pool, batchStatements, keys, maintenance, 'PostgresInbox')
     this.maintenance.start()
   }
 
