@@ -1,6 +1,6 @@
 /**
- * Tables that look after themselves: the expired rows of PostgresStore and PostgresInbox are
- * deleted by the instances themselves, modelled on pg-boss's maintenance (an unref'd timer, one
+ * Tables that look after themselves: the expired rows of PostgresStore and PostgresInbox (its
+ * processed keys, and the rows of ordering keys long idle) are deleted by the instances themselves, modelled on pg-boss's maintenance (an unref'd timer, one
  * maintainer at a time through an advisory lock, bounded batches), so nobody has to remember a
  * `sweep()` timer. Each batch is one statement that takes a transaction-level advisory lock
  * (`pg_try_advisory_xact_lock`, keyed by the table) and deletes only when it got it: it needs
@@ -29,7 +29,8 @@ export interface MaintenanceOptions {
 const MAX_BATCHES = 10
 
 /**
- * One batch's statement: `$1` the batch size, `$2` the lock's name. Deletes up to `$1` rows of
+ * One batch's statement: `$1` the batch size, `$2` the lock's name (every statement of one
+ * maintenance has this shape: an engine with more than one table to keep gives one per table). Deletes up to `$1` rows of
  * `table` where `expired` holds, found through its index and skipping rows another transaction
  * holds (a claim taking one over), only while this statement holds the table's advisory lock.
  * The outer `expired` test is not redundant: a DELETE that waited on a row re-checks only its own
@@ -67,10 +68,11 @@ export class Maintenance {
   readonly batch: number
   private timer: ReturnType<typeof setTimeout> | undefined
   private stopped = false
+  private readonly statements: readonly string[]
 
   constructor(
     private readonly db: PostgresQueryable,
-    private readonly sql: string,
+    sql: string | readonly string[],
     private readonly lockName: string,
     { maintenanceIntervalMs = 60_000, maintenanceBatch = 1000 }: MaintenanceOptions,
     owner: string,
@@ -83,6 +85,7 @@ export class Maintenance {
     }
     this.intervalMs = maintenanceIntervalMs
     this.batch = maintenanceBatch
+    this.statements = typeof sql === 'string' ? [sql] : sql
   }
 
   /** Starts the timer (nothing when maintenance is off). The first round comes one interval from now. */
@@ -109,18 +112,23 @@ export class Maintenance {
   }
 
   /**
-   * One round: batches of at most `batch` rows while a batch comes back full, at most 10. Ends at
-   * once when another process holds the lock (it is maintaining the table now).
+   * One round: for each statement in turn, batches of at most `batch` rows while a batch comes
+   * back full, at most 10. Ends at once when another process holds the lock (it is maintaining
+   * the table now).
    */
   async round(): Promise<MaintenanceRound> {
     let deleted = 0
-    for (let i = 0; i < MAX_BATCHES; i++) {
-      const { rows } = await this.db.query(this.sql, [this.batch, `svc-webhooks maintenance ${this.lockName}`])
-      const { got, n } = (rows[0] ?? {}) as { got?: boolean; n?: number }
-      if (got !== true) return { locked: i > 0, deleted }
-      deleted += Number(n ?? 0)
-      if (Number(n ?? 0) < this.batch) break
+    let locked = false
+    for (const sql of this.statements) {
+      for (let i = 0; i < MAX_BATCHES; i++) {
+        const { rows } = await this.db.query(sql, [this.batch, `svc-webhooks maintenance ${this.lockName}`])
+        const { got, n } = (rows[0] ?? {}) as { got?: boolean; n?: number }
+        if (got !== true) return { locked, deleted }
+        locked = true
+        deleted += Number(n ?? 0)
+        if (Number(n ?? 0) < this.batch) break
+      }
     }
-    return { locked: true, deleted }
+    return { locked, deleted }
   }
 }

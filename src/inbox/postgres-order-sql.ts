@@ -6,18 +6,33 @@
  * - Columns on the deliveries table: `order_key`, `order_at` (fixed-width order text) and
  *   `order_strict`, set when a worker places the delivery; `placing_until`, the end of a placing
  *   lease. An unplaced delivery has no `order_key`.
- * - The head of a key is computed, not stored: `DISTINCT ON (order_key) ... ORDER BY order_key,
- *   order_at` over queued, placed rows (an index on exactly that). A key is busy while one of its
- *   rows is leased (`lease IS NOT NULL AND visible_at > now()`): retry and hand-back clear the
- *   lease, complete deletes the row, bury marks it dead, and an expired lease is just time, so
- *   the inbox's own statements keep this true without knowing about keys.
- * - Ordered takes of one inbox are serialized by a transaction-level advisory lock: the head is
- *   read and leased in one statement while no other ordered take can lease a row of the same key.
- *   Completes, retries and appends do not take the lock (they only ever make a key less busy, or
- *   add a delivery that the next take sees).
- * - `<table>_order`: per key, the highest order completed (`last`), kept by a trigger on the
- *   deliveries table's DELETE of a queued row (only complete deletes one), so a late delivery is
- *   known without the shared complete statement changing.
+ * - `<table>_order`, one row per key: the highest order completed (`last`, so a late delivery is
+ *   known), and `ready_at`, when the key may next have a head to run (null: nothing queued). The
+ *   row is the key's lock: an ordered take locks the rows of ready keys `FOR UPDATE SKIP LOCKED`
+ *   (keys another take holds are passed over, never waited for), then reads and leases their heads
+ *   in a *later* statement of the same transaction (the take is a plpgsql function,
+ *   `<table>_take_ordered`, so that is still one round trip). Under READ COMMITTED that statement's
+ *   snapshot is taken after the locks are held, so it sees every take of those keys that
+ *   committed before: two takes never lease two rows of one key, and different keys are taken by
+ *   different workers at once, in batches. (In one statement the snapshot would predate the
+ *   locks: a take committed in between would go unseen.) (pg-boss keeps one active job per `singletonKey` with a
+ *   unique index and skips the keys it finds active; a lease that ends by time cannot be in an
+ *   index predicate, so here the key row is the lock instead.)
+ * - The head of a key is computed per locked key (`order_key, order_at` index, one row each): the
+ *   lowest order among its queued deliveries (strict: due or not, so a retrying head holds its
+ *   key; otherwise the lowest that is due). A key is busy while one of its rows is leased
+ *   (`lease IS NOT NULL AND visible_at > now()`); the take then sets `ready_at` to the lease's end,
+ *   so a crashed worker's key is looked at again when its lease has run out.
+ * - Whatever frees a key wakes it (`ready_at = now()`), under the key row's lock: place, and two
+ *   triggers on the deliveries table, so the inbox's own statements (complete, retry, bury,
+ *   extend, requeue) need not know about keys. `_order_done` (AFTER DELETE of a queued row: only
+ *   complete deletes one) also raises `last`; `_order_free` fires when a held lease is given up
+ *   (retry, bury, a hand-back) or a dead letter is requeued.
+ * - While any delivery is due unplaced or being placed, no head is handed out (the head of a key is
+ *   the oldest of every delivery present, not only of those placed so far).
+ * - An idle key's row (nothing queued, untouched for the retention) is deleted by the inbox's
+ *   maintenance and by `sweep()`; any write that gives it work again touches `updated_at` under
+ *   the row's lock, which the delete re-checks.
  * - `<table>_flow`: one row: the pause flag with its `version` (written only if unchanged), and
  *   the token bucket (`tokens`, `refilled_at`, `per_second`), all updated by single statements
  *   that lock the row, so every worker shares one rate.
@@ -29,7 +44,12 @@ export interface OrderNames {
   deliveries: string
   order: string
   flow: string
+  /** The function of the `_order_done` trigger (a queued row deleted: completed). */
   trigger: string
+  /** The function of the `_order_free` trigger (a held lease given up, a dead letter requeued). */
+  freed: string
+  /** The ordered take's function. */
+  take: string
   base: string
 }
 
@@ -39,13 +59,22 @@ export function orderNames(table: string): OrderNames {
     order: quoteTable(`${table}_order`, 'PostgresInbox'),
     flow: quoteTable(`${table}_flow`, 'PostgresInbox'),
     trigger: quoteTable(`${table}_order_done`, 'PostgresInbox'),
+    freed: quoteTable(`${table}_order_free`, 'PostgresInbox'),
+    take: quoteTable(`${table}_take_ordered`, 'PostgresInbox'),
     base: table.split('.').pop()!,
   }
 }
 
-/** The statements that add ordering and flow control to an inbox's tables (idempotent). */
+/**
+ * The statements that add ordering and flow control to an inbox's tables (idempotent). A table
+ * of an earlier version gets the columns it lacks, and a key row, ready now, for every key with a
+ * delivery queued (its takes did not keep key rows): statements that run each time a process
+ * calls ensureTable() and change nothing once done.
+ */
 export function createOrderingSql(table: string): string {
-  const { deliveries: d, order: o, flow: f, trigger: t, base } = orderNames(table)
+  const { deliveries: d, order: o, flow: f, trigger: t, freed, base } = orderNames(table)
+  const wake = (key: string, last: string) => `INSERT INTO ${o} AS o (order_key, last, ready_at) VALUES (${key}, ${last}, now())
+    ON CONFLICT (order_key) DO UPDATE SET last = GREATEST(o.last, EXCLUDED.last), ready_at = now(), updated_at = now();`
   return `DO $$ BEGIN
   IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '${d}'::regclass AND attname = 'placing_until' AND NOT attisdropped) THEN
     ALTER TABLE ${d} ADD COLUMN IF NOT EXISTS order_key text, ADD COLUMN IF NOT EXISTS order_at text,
@@ -53,12 +82,25 @@ export function createOrderingSql(table: string): string {
   END IF;
 END $$;
 CREATE INDEX IF NOT EXISTS "${base}_order_heads" ON ${d} (order_key, order_at, key) WHERE state = 'queued' AND order_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS "${base}_order_leased" ON ${d} (order_key) WHERE state = 'queued' AND order_key IS NOT NULL AND lease IS NOT NULL;
 CREATE INDEX IF NOT EXISTS "${base}_unplaced" ON ${d} (visible_at) WHERE state = 'queued' AND order_key IS NULL;
 CREATE TABLE IF NOT EXISTS ${o} (
   order_key text PRIMARY KEY,
   last text NOT NULL,
-  updated_at timestamptz NOT NULL DEFAULT now()
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  ready_at timestamptz
 );
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '${o}'::regclass AND attname = 'ready_at' AND NOT attisdropped) THEN
+    ALTER TABLE ${o} ADD COLUMN IF NOT EXISTS ready_at timestamptz;
+  END IF;
+END $$;
+CREATE INDEX IF NOT EXISTS "${base}_order_ready" ON ${o} (ready_at) WHERE ready_at IS NOT NULL;
+INSERT INTO ${o} (order_key, last, ready_at)
+SELECT DISTINCT d.order_key, '', now() FROM ${d} AS d
+WHERE d.state = 'queued' AND d.order_key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ${o} AS k WHERE k.order_key = d.order_key AND k.ready_at IS NOT NULL)
+ORDER BY 1
+ON CONFLICT (order_key) DO UPDATE SET ready_at = now();
 CREATE TABLE IF NOT EXISTS ${f} (
   id integer PRIMARY KEY DEFAULT 1 CHECK (id = 1),
   paused boolean NOT NULL DEFAULT false,
@@ -74,16 +116,135 @@ INSERT INTO ${f} (id) VALUES (1) ON CONFLICT (id) DO NOTHING;
 CREATE OR REPLACE FUNCTION ${t}() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
   IF OLD.order_key IS NOT NULL AND OLD.state = 'queued' THEN
-    INSERT INTO ${o} AS o (order_key, last) VALUES (OLD.order_key, OLD.order_at)
-    ON CONFLICT (order_key) DO UPDATE SET last = GREATEST(o.last, EXCLUDED.last), updated_at = now();
+    ${wake('OLD.order_key', 'OLD.order_at')}
   END IF;
+  RETURN NULL;
+END $fn$;
+CREATE OR REPLACE FUNCTION ${freed}() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  ${wake('NEW.order_key', "''")}
   RETURN NULL;
 END $fn$;
 DO $$ BEGIN
   IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = '${d}'::regclass AND tgname = '${base}_order_done') THEN
     CREATE TRIGGER "${base}_order_done" AFTER DELETE ON ${d} FOR EACH ROW EXECUTE FUNCTION ${t}();
   END IF;
-END $$;`
+  IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = '${d}'::regclass AND tgname = '${base}_order_free') THEN
+    CREATE TRIGGER "${base}_order_free" AFTER UPDATE ON ${d} FOR EACH ROW
+    WHEN (OLD.order_key IS NOT NULL AND NEW.order_key IS NOT NULL AND (
+      (OLD.state = 'dead' AND NEW.state = 'queued')
+      OR (OLD.state = 'queued' AND OLD.lease IS NOT NULL AND (NEW.lease IS NULL OR NEW.visible_at < OLD.visible_at))))
+    EXECUTE FUNCTION ${freed}();
+  END IF;
+END $$;
+${takeFunctionSql(table)}`
+}
+
+/**
+ * What the ordered take function returns: a taken entry's columns, its order, and what it is for.
+ * CREATE OR REPLACE cannot change a function's result columns: a change here needs a DROP FUNCTION
+ * before it in createOrderingSql.
+ */
+const TAKE_COLUMNS = `kind text, keys text[], endpoint text, id text, signed_timestamp float8, signature_version text,
+  secret_index integer, body bytea, received_ms float8, attempts integer, takes integer, retries_since_ms float8,
+  last_error text, lease text, dead_ms float8, traceparent text, order_key text, order_at text, late boolean`
+
+/**
+ * The ordered take, a plpgsql function: its statements run one after the other in one
+ * transaction, each with a snapshot of its own (a VOLATILE function's statement sees what
+ * committed before it started, under READ COMMITTED), in one round trip, their plans kept by
+ * the session. The arguments: placing batch, placing lease ms, keys to lock, max heads,
+ * visibility ms.
+ * 1. Unplaced due rows are leased to be placed (kind 'place'); a row of kind 'busy' says another
+ *    worker is placing, or is leasing due rows this statement skipped. Either way it ends there:
+ *    no key is locked. What it does not see was appended after the take began: not present.
+ * 2. Up to `lock_keys` ready keys, oldest first, locked FOR UPDATE SKIP LOCKED. The shared advisory
+ *    lock only excludes the take of the version before this one (an exclusive lock per inbox)
+ *    while both run during an upgrade.
+ * 3. With a snapshot taken after those locks: for each locked key its head, leased when it is due
+ *    and no row of the key is leased (kind 'run', oldest first, at most `max_heads`), and the key's
+ *    `ready_at` set to when to look at it again: the lease's end (taken, or busy), the head's due
+ *    time (strict) or the first due time of its rows, null with nothing queued. A key whose due
+ *    head was left for lack of room keeps its `ready_at`, so it comes first next time.
+ */
+function takeFunctionSql(table: string): string {
+  const { deliveries: d, order: o, take } = orderNames(table)
+  const unplaced = `SELECT 1 FROM ${d} WHERE state = 'queued' AND order_key IS NULL AND (visible_at <= now() OR (placing_until > now() AND visible_at > now()))`
+  const taken = (param: string) => `interval '1 millisecond' * ${param}`
+  return `CREATE OR REPLACE FUNCTION ${take}(place_batch integer, place_lease_ms float8, lock_keys integer, max_heads integer, visibility_ms float8)
+RETURNS TABLE (${TAKE_COLUMNS}) LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+DECLARE
+  taking text[];
+BEGIN
+  RETURN QUERY WITH due AS (
+    SELECT key FROM ${d} WHERE state = 'queued' AND order_key IS NULL AND visible_at <= now()
+    ORDER BY visible_at LIMIT place_batch
+    FOR UPDATE SKIP LOCKED
+  ),
+  to_place AS (
+    UPDATE ${d} AS d SET lease = gen_random_uuid()::text, visible_at = now() + ${taken('place_lease_ms')}, placing_until = now() + ${taken('place_lease_ms')}
+    FROM due WHERE d.key = due.key
+    RETURNING ${columns('d')}
+  ),
+  placers AS (
+    ${unplaced} LIMIT 1
+  )
+  SELECT 'place'::text, to_place.*, false FROM to_place
+  UNION ALL
+  SELECT 'busy'::text, ${Array.from({ length: 17 }, () => 'NULL').join(', ')}, false WHERE NOT EXISTS (SELECT 1 FROM due) AND EXISTS (SELECT 1 FROM placers);
+  IF FOUND OR max_heads <= 0 THEN RETURN; END IF;
+  PERFORM pg_advisory_xact_lock_shared(hashtext('${table}'));
+  SELECT array_agg(k.order_key) INTO taking FROM (
+    SELECT order_key FROM ${o} WHERE ready_at <= now()
+    ORDER BY ready_at LIMIT lock_keys
+    FOR UPDATE SKIP LOCKED
+  ) AS k;
+  IF taking IS NULL THEN RETURN; END IF;
+  RETURN QUERY WITH keys AS (
+    SELECT unnest(taking) AS order_key
+  ),
+  busy AS (
+    SELECT d.order_key, max(d.visible_at) AS until FROM ${d} AS d JOIN keys ON d.order_key = keys.order_key
+    WHERE d.state = 'queued' AND d.lease IS NOT NULL AND d.visible_at > now()
+    GROUP BY d.order_key
+  ),
+  heads AS (
+    SELECT keys.order_key, h.key, h.order_at, h.visible_at FROM keys
+    LEFT JOIN LATERAL (
+      SELECT d.key, d.order_at, d.visible_at FROM ${d} AS d
+      WHERE d.order_key = keys.order_key AND d.state = 'queued' AND (d.order_strict OR d.visible_at <= now())
+      ORDER BY d.order_at, d.key LIMIT 1
+    ) AS h ON true
+    WHERE NOT EXISTS (SELECT 1 FROM busy WHERE busy.order_key = keys.order_key)
+  ),
+  chosen AS (
+    SELECT d.key FROM ${d} AS d
+    WHERE d.key IN (SELECT heads.key FROM heads WHERE heads.visible_at <= now() ORDER BY heads.order_at LIMIT max_heads)
+      AND d.state = 'queued' AND d.visible_at <= now()
+    FOR UPDATE SKIP LOCKED
+  ),
+  leased AS (
+    UPDATE ${d} AS d SET lease = gen_random_uuid()::text, visible_at = now() + ${taken('visibility_ms')}, takes = d.takes + 1
+    FROM chosen WHERE d.key = chosen.key
+    RETURNING ${columns('d')}
+  ),
+  next AS (
+    SELECT keys.order_key, CASE
+      WHEN busy.until IS NOT NULL THEN busy.until
+      WHEN EXISTS (SELECT 1 FROM leased WHERE leased.order_key = keys.order_key) THEN now() + ${taken('visibility_ms')}
+      WHEN heads.visible_at <= now() THEN NULL
+      WHEN heads.key IS NOT NULL THEN heads.visible_at
+      ELSE (SELECT min(d.visible_at) FROM ${d} AS d WHERE d.order_key = keys.order_key AND d.state = 'queued')
+    END AS ready_at,
+    heads.visible_at <= now() AND NOT EXISTS (SELECT 1 FROM leased WHERE leased.order_key = keys.order_key) AS waiting
+    FROM keys LEFT JOIN busy ON busy.order_key = keys.order_key LEFT JOIN heads ON heads.order_key = keys.order_key
+  ),
+  marked AS (
+    UPDATE ${o} AS o SET ready_at = next.ready_at FROM next WHERE o.order_key = next.order_key AND next.waiting IS NOT TRUE
+  )
+  SELECT 'run'::text, leased.*, (leased.order_at < o.last) FROM leased LEFT JOIN ${o} AS o ON o.order_key = leased.order_key;
+END $fn$;`
 }
 
 /** The flow state as stats columns (`paused`, `paused_by`, `per_second`), for the inbox's stats statement. */
@@ -93,17 +254,43 @@ export function flowColumns(table: string): string {
 }
 
 /**
- * A CTE for the inbox's sweep statement ($1 limit, $2 retention ms): deletes the last-order
- * records of keys untouched for the retention and with no delivery queued (a late one is told by it).
+ * The key rows that may go: untouched for `retention` (an SQL expression, milliseconds) and with
+ * no delivery queued (pending, retrying or running), skipping rows a take or a place holds. The
+ * caller's DELETE re-checks `updated_at` on the row's newest version: a place, complete, retry or
+ * requeue that gave the key work meanwhile touched it under the same lock.
+ */
+function idleKeys(table: string, retention: string, limit: string, extra = 'true'): string {
+  const { deliveries: d, order: o } = orderNames(table)
+  return `SELECT order_key FROM ${o} AS o WHERE o.updated_at < now() - ${ms(retention)} AND ${extra}
+    AND NOT EXISTS (SELECT 1 FROM ${d} WHERE order_key = o.order_key AND state = 'queued')
+    LIMIT ${limit} FOR UPDATE SKIP LOCKED`
+}
+
+/**
+ * A CTE for the inbox's sweep statement ($1 limit, $2 retention ms): deletes the key rows of keys
+ * idle for the retention (their `last` is what tells a late delivery, so it is kept that long).
  */
 export function sweepOrderCte(table: string): string {
-  const { deliveries: d, order: o } = orderNames(table)
+  const { order: o } = orderNames(table)
   return `order_gone AS (
-  DELETE FROM ${o} AS o WHERE o.order_key IN (
-    SELECT order_key FROM ${o} WHERE updated_at < now() - ${ms('$2')} LIMIT $1
-  ) AND o.updated_at < now() - ${ms('$2')}
-    AND NOT EXISTS (SELECT 1 FROM ${d} WHERE order_key = o.order_key AND state = 'queued')
+  DELETE FROM ${o} WHERE order_key IN (${idleKeys(table, '$2', '$1')}) AND updated_at < now() - ${ms('$2')}
 )`
+}
+
+/**
+ * The maintenance statement for the key rows (the shape of src/clients/postgres-maintenance.ts's:
+ * `$1` the batch size, `$2` the lock's name; deletes only while this statement holds the inbox's
+ * maintenance lock): the rows of keys idle for `retentionMs`, as {@link sweepOrderCte}.
+ */
+export function orderMaintenanceSql(table: string, retentionMs: number): string {
+  const { order: o } = orderNames(table)
+  const retention = String(Math.ceil(retentionMs))
+  return `WITH lock AS (SELECT pg_try_advisory_xact_lock(hashtext($2)) AS got),
+gone AS (
+  DELETE FROM ${o} WHERE order_key IN (${idleKeys(table, retention, '$1', '(SELECT got FROM lock)')})
+    AND updated_at < now() - ${ms(retention)} RETURNING 1
+)
+SELECT (SELECT got FROM lock) AS got, (SELECT count(*) FROM gone)::int AS n`
 }
 
 const ms = (param: string) => `interval '1 millisecond' * ${param}::float8`
@@ -140,64 +327,29 @@ function columns(alias: string): string {
   return `${entryColumns(alias, { dead: false })}, ${alias}.order_key, ${alias}.order_at`
 }
 
-export type OrderStatements = Record<'lock' | 'take' | 'place' | 'admit' | 'read' | 'refund' | 'setPause', string>
+export type OrderStatements = Record<'take' | 'place' | 'admit' | 'read' | 'refund' | 'setPause', string>
 
 export function orderStatements(table: string): OrderStatements {
-  const { deliveries: d, order: o, flow: f } = orderNames(table)
+  const { deliveries: d, order: o, flow: f, take: takeFunction } = orderNames(table)
   const avail = `LEAST($3::float8, COALESCE(t.tokens + GREATEST(0, extract(epoch FROM now() - t.refilled_at)) * $2::float8, $3::float8))`
   const granted = `GREATEST(0, LEAST($1::float8, floor(${avail})))`
   const pause = `t.paused, t.paused_by, COALESCE((extract(epoch FROM t.paused_since) * 1000)::float8, 0) AS since_ms, t.version`
   return {
-    // One lock per inbox, held until the take's transaction ends. The name is a checked identifier
-    // (letters, digits, underscores, one dot): it holds no quote.
-    lock: `SELECT pg_advisory_xact_lock(hashtext('${table}')) AS locked`,
-    // $1 placing batch, $2 placing lease ms, $3 max heads, $4 visibility ms. One statement, run
-    // under the lock: unplaced due rows are leased to be placed (kind 'place'); only when there
-    // are none and none is being placed are heads leased (kind 'run'): for each key nobody runs,
-    // the lowest order (strict: due or not, so a retrying head holds its key; otherwise the lowest
-    // that is due), oldest first. A row of kind 'busy' says another worker is placing.
-    take: `WITH due AS (
-  SELECT key FROM ${d} WHERE state = 'queued' AND order_key IS NULL AND visible_at <= now()
-  ORDER BY visible_at LIMIT $1
-  FOR UPDATE SKIP LOCKED
+    // $1 placing batch, $2 placing lease ms, $3 keys to lock, $4 max heads, $5 visibility ms.
+    take: `SELECT * FROM ${takeFunction}($1::integer, $2::float8, $3::integer, $4::integer, $5::float8)`,
+    // $1 keys, $2 leases, $3 order keys, $4 orders, $5 strict. The placing lease must still be
+    // held. Each key's row is created or woken, in key order (two places never wait on each other).
+    place: `WITH placed AS (
+  UPDATE ${d} AS d SET order_key = p.order_key, order_at = p.order_at, order_strict = p.strict, lease = NULL, visible_at = now(), placing_until = NULL
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::boolean[]) AS p (key, lease, order_key, order_at, strict)
+  WHERE d.key = p.key AND d.lease = p.lease AND d.state = 'queued' AND d.visible_at > now() AND d.order_key IS NULL
+  RETURNING d.key, d.order_key
 ),
-to_place AS (
-  UPDATE ${d} AS d SET lease = gen_random_uuid()::text, visible_at = now() + ${ms('$2')}, placing_until = now() + ${ms('$2')}
-  FROM due WHERE d.key = due.key
-  RETURNING ${columns('d')}
-),
-placers AS (
-  SELECT 1 FROM ${d} WHERE state = 'queued' AND order_key IS NULL AND placing_until > now() AND visible_at > now() LIMIT 1
-),
-busy AS (
-  SELECT DISTINCT order_key FROM ${d} WHERE state = 'queued' AND order_key IS NOT NULL AND lease IS NOT NULL AND visible_at > now()
-),
-candidates AS (
-  SELECT DISTINCT ON (order_key) key, order_key, order_at, visible_at FROM ${d}
-  WHERE state = 'queued' AND order_key IS NOT NULL AND (order_strict OR visible_at <= now())
-    AND order_key NOT IN (SELECT order_key FROM busy)
-  ORDER BY order_key, order_at, key
-),
-chosen AS (
-  SELECT key FROM candidates
-  WHERE visible_at <= now() AND NOT EXISTS (SELECT 1 FROM due) AND NOT EXISTS (SELECT 1 FROM placers)
-  ORDER BY order_at LIMIT $3
-),
-leased AS (
-  UPDATE ${d} AS d SET lease = gen_random_uuid()::text, visible_at = now() + ${ms('$4')}, takes = d.takes + 1
-  FROM chosen WHERE d.key = chosen.key
-  RETURNING ${columns('d')}
+woken AS (
+  INSERT INTO ${o} AS o (order_key, last, ready_at) SELECT DISTINCT order_key, '', now() FROM placed ORDER BY 1
+  ON CONFLICT (order_key) DO UPDATE SET ready_at = now(), updated_at = now()
 )
-SELECT 'place' AS kind, to_place.*, false AS late FROM to_place
-UNION ALL
-SELECT 'run', leased.*, (o.last IS NOT NULL AND leased.order_at < o.last) FROM leased LEFT JOIN ${o} AS o ON o.order_key = leased.order_key
-UNION ALL
-SELECT 'busy', ${Array.from({ length: 17 }, () => 'NULL').join(', ')}, false WHERE NOT EXISTS (SELECT 1 FROM due) AND EXISTS (SELECT 1 FROM placers)`,
-    // $1 keys, $2 leases, $3 order keys, $4 orders, $5 strict. The placing lease must still be held.
-    place: `UPDATE ${d} AS d SET order_key = p.order_key, order_at = p.order_at, order_strict = p.strict, lease = NULL, visible_at = now(), placing_until = NULL
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::boolean[]) AS p (key, lease, order_key, order_at, strict)
-WHERE d.key = p.key AND d.lease = p.lease AND d.state = 'queued' AND d.visible_at > now() AND d.order_key IS NULL
-RETURNING d.key`,
+SELECT key FROM placed`,
     // $1 want, $2 perSecond, $3 burst. Every SET reads the row as it was (locked by this UPDATE),
     // so two workers admitted at once never share a token.
     admit: `UPDATE ${f} AS t SET

@@ -1,15 +1,19 @@
 /**
  * PostgresInbox's ordering and flow control: the calls of src/contracts/ordering.ts over the
  * statements of src/inbox/postgres-order-sql.ts. Kept apart from the inbox class, which hands it
- * its deadline-bound runner, its transaction helper and its row reader.
+ * its deadline-bound runner and its row reader.
  */
-import type { PostgresQueryable } from '../clients/postgres.js'
 import type { InboxEntry } from '../contracts/inbox.js'
 import type { Admission, OrderedEntry, OrderedTake, PauseState, Placement } from '../contracts/ordering.js'
 import { orderStatements, type OrderStatements } from './postgres-order-sql.js'
 
 /** Unplaced deliveries handed out to be placed per ordered take. */
 const PLACE_BATCH = 200
+/**
+ * Keys locked per ordered take beyond the heads wanted: a ready key may turn out busy (its head
+ * still running) or not due, and the take should still fill the worker's free slots.
+ */
+const KEY_SLACK = 2
 
 type Rows = { rows: unknown[] }
 
@@ -18,7 +22,6 @@ export interface PostgresOrderHost {
   /** Runs one operation within the inbox's deadline, its failure an InboxError. */
   run<T>(what: string, attempt: () => Promise<T>): Promise<T>
   query(text: string, values: unknown[]): Promise<Rows>
-  transaction<T>(work: (db: PostgresQueryable) => Promise<{ result: T; commit: boolean }>): Promise<T>
   /** A row of the inbox's columns as an entry. */
   entryOf(row: unknown): InboxEntry
 }
@@ -39,23 +42,16 @@ export class PostgresOrder {
 
   async takeOrdered(max: number, visibilityMs: number, { placeLeaseMs }: { placeLeaseMs: number; poke: readonly string[] }): Promise<OrderedTake> {
     const wanted = Math.max(0, Math.floor(max))
-    // Heads need no poke here: a key is free the moment its head's row changes.
-    return this.host.run('takeOrdered', () =>
-      this.host.transaction<OrderedTake>(async (db) => {
-        // The lock and the take in one round trip (the lock is held until COMMIT): a multi-statement
-        // query takes no parameters, so the numbers are written in (whole numbers, checked here).
-        const values = [PLACE_BATCH, Math.max(1, Math.ceil(placeLeaseMs)), wanted, Math.max(1, Math.ceil(visibilityMs))].map((n) => String(Math.floor(n)))
-        const text = `${this.sql.lock};\n${this.sql.take.replace(/\$(\d)/g, (_, i: string) => values[Number(i) - 1]!)}`
-        const results = (await db.query(text, [])) as unknown as Rows[] | Rows
-        const { rows } = Array.isArray(results) ? results[results.length - 1]! : results
-        const kinds = rows as { kind: string; order_key: string; late: boolean }[]
-        if (kinds.some((row) => row.kind === 'busy')) return { result: { place: [], run: [], busy: true }, commit: true }
-        const place = kinds.filter((row) => row.kind === 'place').map((row) => this.host.entryOf(row))
-        if (place.length > 0) return { result: { place, run: [], busy: false }, commit: true }
-        const run: OrderedEntry[] = kinds.filter((row) => row.kind === 'run').map((row) => ({ ...this.host.entryOf(row), orderKey: row.order_key, late: row.late === true }))
-        return { result: { place: [], run, busy: false }, commit: true }
-      }),
-    )
+    // No poke needed: whatever frees a key (complete, retry, bury, a hand-back) wakes its row in
+    // the same statement, through the deliveries table's triggers. One round trip: the take's
+    // statements run in a function (postgres-order-sql.ts says why).
+    const values = [PLACE_BATCH, Math.max(1, Math.ceil(placeLeaseMs)), wanted === 0 ? 0 : wanted + KEY_SLACK, wanted, Math.max(1, Math.ceil(visibilityMs))]
+    const { rows } = await this.host.run('takeOrdered', () => this.host.query(this.sql.take, values))
+    const taken = rows as { kind: string; order_key: string; late: boolean | null }[]
+    const place = taken.filter((row) => row.kind === 'place').map((row) => this.host.entryOf(row))
+    if (place.length > 0) return { place, run: [], busy: false }
+    const run: OrderedEntry[] = taken.filter((row) => row.kind === 'run').map((row) => ({ ...this.host.entryOf(row), orderKey: row.order_key, late: row.late === true }))
+    return { place: [], run, busy: taken.some((row) => row.kind === 'busy') }
   }
 
   async place(placements: readonly Placement[]): Promise<boolean[]> {

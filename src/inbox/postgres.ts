@@ -71,6 +71,7 @@ import {
 import { DEFAULT_RETENTION_MS } from '../contracts/store.js'
 import type { Admission, FlowEngine, OrderedTake, OrderingEngine, PauseState, Placement } from '../contracts/ordering.js'
 import { PostgresOrder } from './postgres-order.js'
+import { orderMaintenanceSql } from './postgres-order-sql.js'
 import { flowStats } from './flow-stats.js'
 
 export { createInboxTableSql }
@@ -211,18 +212,20 @@ export class PostgresInbox implements WebhookInbox, OrderingEngine, FlowEngine {
       table,
       run: (what, attempt) => this.run(what, attempt),
       query: (text, values) => this.pool.query(text, values),
-      transaction: (work) => this.transaction(work),
       entryOf: (row) => entryOf(row as Row),
     })
-    // Processed keys past their retention go on their own: no sweep() timer to forget.
+    // Processed keys past their retention, and the rows of ordering keys idle that long, go on
+    // their own: no sweep() timer to forget.
     const keys = names(table).keys
-    this.maintenance = new Maintenance(pool, maintenanceSql(keys, 'processed_until < now()'), keys, maintenance, 'PostgresInbox')
+    const batchStatements = [maintenanceSql(keys, 'processed_until < now()'), orderMaintenanceSql(table, retentionMs)]
+    this.maintenance = new Maintenance(pool, batchStatements, keys, maintenance, 'PostgresInbox')
     this.maintenance.start()
   }
 
   /**
-   * One maintenance round now, as the timer runs it: processed keys past their retention deleted
-   * in batches of `maintenanceBatch`, unless another process holds the table's maintenance lock.
+   * One maintenance round now, as the timer runs it: processed keys past their retention, then the
+   * rows of ordering keys with nothing queued and untouched for as long, deleted in batches of
+   * `maintenanceBatch`, unless another process holds the table's maintenance lock.
    *
    * @example
    * const { locked, deleted } = await inbox.maintain()
@@ -253,7 +256,8 @@ export class PostgresInbox implements WebhookInbox, OrderingEngine, FlowEngine {
   }
 
   /**
-   * Deletes up to `limit` processed keys whose retention has passed and says how many.
+   * Deletes up to `limit` processed keys whose retention has passed and says how many (and, in
+   * the same statement, up to `limit` rows of ordering keys with nothing queued and idle as long).
    *
    * @example
    * await inbox.sweep() // from your own scheduler, with maintenanceIntervalMs: false
