@@ -61,7 +61,7 @@ describe('the console in workerd (docs/console.md src/worker.ts)', () => {
   })
 
   it('refuses a request without the token, or with another, with no page content', async () => {
-    for (const headers of [{}, { authorization: 'Bearer wrong' }]) {
+    for (const headers of [{}, { authorization: 'Bearer wrong' }] as Record<string, string>[]) {
       const res = await fetch(`${base}/`, { headers })
       const body = await res.text()
       expect([401, 403]).toContain(res.status)
@@ -78,7 +78,7 @@ describe('the console in workerd (docs/console.md src/worker.ts)', () => {
     const post = (headers: Record<string, string>) =>
       fetch(`${base}/action`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: form })
 
-    for (const headers of [{ origin: 'https://evil.example' }, { origin: new URL(base).origin, 'sec-fetch-site': 'cross-site' }, {}]) {
+    for (const headers of [{ origin: 'https://evil.example' }, { origin: new URL(base).origin, 'sec-fetch-site': 'cross-site' }, {}] as Record<string, string>[]) {
       const refused = await post(headers)
       expect(refused.status, JSON.stringify(headers)).toBe(403)
       await refused.text()
