@@ -18,7 +18,8 @@
 export const WRITE_FIXED = 7
 
 // ARGV: P, now, retentionMs, maxEntries, refusalRetentionMs, refusals (JSON), record count, then
-// per record: `<at> <flags> <member>`, the entry JSON, and the body when the flags hold b. The
+// per record: `<at> <flags> <the id's length in bytes> <member>`, the entry JSON, and the body
+// when the flags hold b. The
 // entry JSON is the record applied to no entry (mergeRecord in merge.ts, built by the client),
 // written as is when the member is new. When it exists, the same JSON is the change, and the
 // flags say which of its fields are relative: s (soft: the outcome only on a new entry), a
@@ -32,14 +33,9 @@ local rret = tonumber(ARGV[5])
 local n = tonumber(ARGV[7])
 -- The new entries' index and id writes go in one ZADD and one HSET for the batch, not one each.
 local scored, named = {}, {}
--- The id is a member's tail: <length of the endpoint>:<endpoint>:<id> (keys.ts).
-local function idOf(m)
-  local digits = m:match('^%d+')
-  return m:sub(#digits + tonumber(digits) + 3)
-end
 local o = ${WRITE_FIXED} + 1
 for _ = 1, n do
-  local at, flags, m = ARGV[o]:match('^(%S+) (%a*) (.*)$')
+  local at, flags, idlen, m = ARGV[o]:match('^(%S+) (%a*) (%d+) (.*)$')
   local json = ARGV[o + 1]
   local body
   o = o + 2
@@ -51,7 +47,7 @@ for _ = 1, n do
   if redis.call('SET', e, json, 'NX', 'PX', ret) then
     scored[#scored + 1] = at
     scored[#scored + 1] = m
-    named[#named + 1] = idOf(m)
+    named[#named + 1] = m:sub(-tonumber(idlen))
     named[#named + 1] = m
   else
     local cur = cjson.decode(redis.call('GET', e))
@@ -101,10 +97,14 @@ if #named > 0 then redis.call('HSET', P .. 'ids', unpack(named)) end
 -- Self-maintaining, with bounded work per call: the expired first, then the oldest past the bound.
 local function drop(members)
   for _, m in ipairs(members) do
-    local id = idOf(m)
-    redis.call('DEL', P .. 'e:' .. m, P .. 'b:' .. m)
+    local e = P .. 'e:' .. m
+    local f = redis.call('GET', e)
+    redis.call('DEL', e, P .. 'b:' .. m)
     redis.call('ZREM', KEYS[1], m)
-    if redis.call('HGET', P .. 'ids', id) == m then redis.call('HDEL', P .. 'ids', id) end
+    if f then
+      local id = cjson.decode(f).id
+      if redis.call('HGET', P .. 'ids', id) == m then redis.call('HDEL', P .. 'ids', id) end
+    end
   end
 end
 drop(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. (now - tonumber(ret)), 'LIMIT', 0, 1000))

@@ -52,8 +52,11 @@ function toEntry(json: string, body?: string): HistoryEntry {
   return e
 }
 
+/** UTF-8 bytes of `text`: its length when printable ASCII, as a verified delivery id always is. */
+const byteLength = (text: string): number => (/[^ -~]/.test(text) ? new TextEncoder().encode(text).length : text.length)
+
 /**
- * A record's arguments to the write script (redis-scripts.ts): `<at> <flags> <member>`, the entry
+ * A record's arguments to the write script (redis-scripts.ts): `<at> <flags> <id length> <member>`, the entry
  * it makes alone (its change to an entry that exists as well), its body if any.
  */
 function recordArgs(r: HistoryRecord, args: string[]): void {
@@ -61,7 +64,7 @@ function recordArgs(r: HistoryRecord, args: string[]): void {
   // The body is kept apart; undefined (not delete) keeps the object's shape fast to serialize.
   alone.body = undefined
   const flags = (r.soft ? 's' : '') + (r.attempts !== undefined ? 'a' : '') + (r.addAttempt ? 'i' : '') + (r.error === null ? 'c' : '') + (r.body !== undefined ? 'b' : '')
-  args.push(`${r.at} ${flags} ${memberOf(r.endpoint, r.id)}`, JSON.stringify(alone))
+  args.push(`${r.at} ${flags} ${byteLength(r.id)} ${memberOf(r.endpoint, r.id)}`, JSON.stringify(alone))
   if (r.body !== undefined) args.push(r.body)
 }
 
