@@ -6,9 +6,13 @@
  * - the console's overview page rendered with 100,000 entries in MemoryHistory and in RedisHistory
  *   (median of 30 GETs through the Fetch handler). Target: under 50 ms.
  *
- * Each ratio is the median over rounds of (with / without) measured back to back.
+ * The three receivers run side by side for the whole run and take the load in turns, one slice
+ * of --duration seconds each, in an order that rotates every round: a machine shared with other
+ * work slows down in bursts of seconds, and short slices in turns spread a burst over every
+ * variant instead of landing on one. Each ratio is the median over rounds of (with / without)
+ * measured in the same round.
  *
- * Options: --duration 5 --warmup 2 --rounds 3 --connections 16.
+ * Options: --duration 1 --warmup 3 --rounds 15 --connections 16.
  */
 import { spawn } from 'node:child_process'
 import { dirname, join } from 'node:path'
@@ -20,9 +24,9 @@ import { startRedisServer } from '../tools/redis.mjs'
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 const SECRET = 'svc_whsec_YmVuY2gtc2VjcmV0LWh0dHAtMzItYnl0ZXMtLS0'
 const option = (name, fallback) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : fallback)
-const duration = option('--duration', 5)
-const warmup = option('--warmup', 2)
-const rounds = option('--rounds', 3)
+const duration = option('--duration', 1)
+const warmup = option('--warmup', 3)
+const rounds = option('--rounds', 15)
 const connections = option('--connections', 16)
 const median = (values) => [...values].sort((a, b) => a - b)[values.length >> 1]
 
@@ -64,20 +68,22 @@ async function main() {
     }
     const variants = ['none', 'memory', 'redis']
     const measured = Object.fromEntries(variants.map((v) => [v, []]))
-    for (let round = 0; round < rounds; round++) {
-      for (let i = 0; i < variants.length; i++) {
-        // The order rotates every round, so a machine that speeds up or slows down favours none.
-        const variant = variants[(i + round) % variants.length]
-        const { port, stop } = await startServer(variant, redis.url)
-        try {
-          await load(port, warmup)
-          const rps = await load(port, duration)
-          measured[variant].push(rps)
-          console.error(`  round ${round + 1}: history ${variant.padEnd(7)} ${Math.round(rps)} req/s`)
-        } finally {
-          await stop()
-        }
+    const servers = {}
+    try {
+      for (const variant of variants) {
+        servers[variant] = await startServer(variant, redis.url)
+        await load(servers[variant].port, warmup)
       }
+      for (let round = 0; round < rounds; round++) {
+        for (let i = 0; i < variants.length; i++) {
+          // The order rotates every round, so a machine that speeds up or slows down favours none.
+          const variant = variants[(i + round) % variants.length]
+          measured[variant].push(await load(servers[variant].port, duration))
+        }
+        console.error(`  round ${round + 1}: ${variants.map((v) => `${v} ${Math.round(measured[v][round])}`).join(', ')} req/s`)
+      }
+    } finally {
+      for (const server of Object.values(servers)) await server.stop()
     }
     const none = median(measured.none)
     const fmt = (n) => Math.round(n).toLocaleString('en-US')

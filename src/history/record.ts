@@ -9,21 +9,30 @@ import type { VerifiedDelivery } from '../verify.js'
 import { errorFields } from './text.js'
 import type { HistoryEntry, HistoryOutcome, HistoryRecord, KeptDelivery, ProcessedResult, ReceivedResult, ReplayResult, ReplayRun, WebhookHistory } from './types.js'
 
-/** The kept body of a delivery: raw text, or the JSON of `redact(event)`; none when too large or `redact` fails. */
-function keptBody(history: WebhookHistory, rawBody: Uint8Array, event: unknown): Pick<HistoryRecord, 'body' | 'bodyRedacted'> {
-  if (!history.keepBodies || rawBody.length > history.maxBodyBytes) return {}
-  if (history.redact === undefined) return { body: decodeUtf8(rawBody) }
+/** Adds the kept body of a delivery to `r`: raw text, or the JSON of `redact(event)`; none when too large or `redact` fails. */
+function keepBody(history: WebhookHistory, r: HistoryRecord, rawBody: Uint8Array, event: unknown): HistoryRecord {
+  if (!history.keepBodies || rawBody.length > history.maxBodyBytes) return r
+  if (history.redact === undefined) {
+    r.body = decodeUtf8(rawBody)
+    return r
+  }
   try {
     const kept = JSON.stringify(history.redact(structuredClone(event)))
-    return typeof kept === 'string' ? { body: kept, bodyRedacted: true } : {}
+    if (typeof kept === 'string') {
+      r.body = kept
+      r.bodyRedacted = true
+    }
   } catch {
     // A `redact` that throws keeps nothing rather than everything.
-    return {}
   }
+  return r
 }
 
 /** The receiver outcomes that say nothing new about a delivery already in the history. */
 const SOFT: Record<string, HistoryOutcome> = { duplicate: 'duplicate', in_flight: 'in_flight', store_unavailable: 'unavailable', inbox_unavailable: 'unavailable', secret_lookup_failed: 'unavailable' }
+
+// The records below are built by assignment, not by spreading objects into literals: on every
+// delivery, spreads cost about 4 us where assignments cost 0.1 us.
 
 /**
  * Records one request's result: a verified delivery's change to its entry, or a refused
@@ -38,20 +47,37 @@ export function recordReceived(history: WebhookHistory, result: ReceivedResult, 
       if (result.outcome === 'refused' || result.outcome === 'method_not_allowed') history.refused(result.code ?? result.outcome, result.id, at)
       return
     }
-    const base = { id: result.id, endpoint, at, status: result.status, delivered: true, ...(result.eventType !== undefined && { eventType: result.eventType }) }
+    const r: HistoryRecord = { id: result.id, endpoint, at, outcome: 'unavailable', status: result.status, delivered: true }
+    if (result.eventType !== undefined) r.eventType = result.eventType
     const soft = SOFT[result.outcome]
-    if (soft !== undefined) return history.record({ ...base, outcome: soft, soft: true, ...(result.code !== undefined && { code: result.code }) })
+    if (soft !== undefined) {
+      r.outcome = soft
+      r.soft = true
+      if (result.code !== undefined) r.code = result.code
+      return history.record(r)
+    }
     switch (result.outcome) {
       case 'processed':
-        return history.record({ ...base, outcome: 'processed', addAttempt: true, processed: true, error: null, ...keptBody(history, delivery.rawBody, delivery.event) })
+        r.outcome = 'processed'
+        r.addAttempt = true
+        r.processed = true
+        r.error = null
+        return history.record(keepBody(history, r, delivery.rawBody, delivery.event))
       case 'handler_failed':
-        return history.record({ ...base, outcome: 'failed', code: 'handler_failed', addAttempt: true, error: errorFields(result.error), ...keptBody(history, delivery.rawBody, delivery.event) })
+        r.outcome = 'failed'
+        r.code = 'handler_failed'
+        r.addAttempt = true
+        r.error = errorFields(result.error)
+        return history.record(keepBody(history, r, delivery.rawBody, delivery.event))
       case 'accepted':
-        return history.record({ ...base, outcome: 'accepted', code: 'accepted', ...keptBody(history, delivery.rawBody, delivery.event) })
       case 'ignored':
-        return history.record({ ...base, outcome: 'ignored', code: 'ignored', ...keptBody(history, delivery.rawBody, delivery.event) })
+        r.outcome = result.outcome
+        r.code = result.outcome
+        return history.record(keepBody(history, r, delivery.rawBody, delivery.event))
       default:
-        return history.record({ ...base, outcome: 'unavailable', soft: true, ...(result.code !== undefined && { code: result.code }) })
+        r.soft = true
+        if (result.code !== undefined) r.code = result.code
+        return history.record(r)
     }
   } catch {
     // The history's own failure never reaches the request.
@@ -61,18 +87,25 @@ export function recordReceived(history: WebhookHistory, result: ReceivedResult, 
 /** Records how the worker's run of a delivery ended. Results not recorded by the inbox (lost lease, unrecorded) change nothing: it runs again. */
 export function recordProcessed(history: WebhookHistory, result: ProcessedResult, at: number): void {
   try {
-    const base = { id: result.id, endpoint: result.endpoint, at, attempts: result.attempts, ...(result.eventType !== undefined && { eventType: result.eventType }) }
+    const r: HistoryRecord = { id: result.id, endpoint: result.endpoint, at, outcome: 'processed', attempts: result.attempts }
+    if (result.eventType !== undefined) r.eventType = result.eventType
     switch (result.outcome) {
       case 'processed':
-        return history.record({ ...base, outcome: 'processed', processed: true, error: null })
+        r.processed = true
+        r.error = null
+        return history.record(r)
       case 'ignored':
-        return history.record({ ...base, outcome: 'ignored' })
+        r.outcome = 'ignored'
+        return history.record(r)
       case 'retrying':
-        return history.record({ ...base, outcome: 'retrying', error: errorFields(result.error) })
       case 'dead':
-        return history.record({ ...base, outcome: 'dead', error: errorFields(result.error) })
+        r.outcome = result.outcome
+        r.error = errorFields(result.error)
+        return history.record(r)
       case 'duplicate':
-        return history.record({ ...base, outcome: 'duplicate', soft: true })
+        r.outcome = 'duplicate'
+        r.soft = true
+        return history.record(r)
       default:
         return
     }

@@ -3,91 +3,115 @@
  * with KEYS[1] the index and ARGV[1] the tagged prefix (keys.ts): every key a script touches is
  * built from that prefix, so all of them hash to one Cluster slot.
  *
- * An entry is a hash `P e:<member>`; `P idx` orders members by receivedAt; `P ids` maps an id to
+ * An entry is one string `P e:<member>`, the JSON of its HistoryEntry without the body; a kept
+ * body is the string `P b:<member>`. `P idx` orders members by receivedAt; `P ids` maps an id to
  * its latest member (for `get(id)` without an endpoint). Refusals: `P r:<window>` (code → count),
  * `P ri:<window>` (code → JSON ids), `P rw` (the windows).
+ *
+ * One string per entry rather than a hash field per attribute: a new entry, nearly every record
+ * the receiver makes, is then one `SET NX` the client built, with no read and no decoding on the
+ * server; a hash cost a read, a 14-field write and a decode of every record, twice the server's
+ * CPU per delivery, and the server shares the machine with the receiver.
  */
 
-// ARGV: P, now, retentionMs, maxEntries, refusalRetentionMs, records (JSON), refusals (JSON).
-// A record's fields: m (member), id, ep, at, o (outcome), soft, t (type), s (status), c (code),
-// a (attempts, set), aa (add one), d (delivered), p (processed), en/em (error), clr (clear the
-// error), b/br (body, redacted), rp (replay). The rules are merge.ts's.
+/** Fixed ARGV of WRITE before the records. */
+export const WRITE_FIXED = 7
+
+// ARGV: P, now, retentionMs, maxEntries, refusalRetentionMs, refusals (JSON), record count, then
+// per record: `<at> <flags> <the id's length in bytes> <member>`, the entry JSON, and the body
+// when the flags hold b. The
+// entry JSON is the record applied to no entry (mergeRecord in merge.ts, built by the client),
+// written as is when the member is new. When it exists, the same JSON is the change, and the
+// flags say which of its fields are relative: s (soft: the outcome only on a new entry), a
+// (attempts set, not added), i (one attempt added), c (the error cleared); the rules are merge.ts's.
+// Few arguments per record on purpose: each costs the client more than a longer one.
 export const WRITE = `local P = ARGV[1]
 local now = tonumber(ARGV[2])
-local ret = tonumber(ARGV[3])
+local ret = ARGV[3]
 local max = tonumber(ARGV[4])
 local rret = tonumber(ARGV[5])
--- One HMGET to read, one HSET to write each entry: a few calls per record, whatever it changes.
-for _, r in ipairs(cjson.decode(ARGV[6])) do
-  local e = P .. 'e:' .. r.m
-  local f = redis.call('HMGET', e, 'updatedAt', 'receivedAt', 'attempts', 'deliveries', 'replays')
-  local fresh = not f[1]
-  local late = false
-  local set, del = {}, {}
-  local function put(k, v)
-    set[#set + 1] = k
-    set[#set + 1] = v
+local n = tonumber(ARGV[7])
+-- The new entries' index and id writes go in one ZADD and one HSET for the batch, not one each.
+local scored, named = {}, {}
+local o = ${WRITE_FIXED} + 1
+for _ = 1, n do
+  local at, flags, idlen, m = ARGV[o]:match('^(%S+) (%a*) (%d+) (.*)$')
+  local json = ARGV[o + 1]
+  local body
+  o = o + 2
+  if flags:find('b', 1, true) then
+    body = ARGV[o]
+    o = o + 1
   end
-  if fresh then
-    put('id', r.id)
-    put('endpoint', r.ep)
-    put('receivedAt', r.at)
-    put('updatedAt', r.at)
-    redis.call('ZADD', KEYS[1], r.at, r.m)
-    redis.call('HSET', P .. 'ids', r.id, r.m)
+  local e = P .. 'e:' .. m
+  if redis.call('SET', e, json, 'NX', 'PX', ret) then
+    scored[#scored + 1] = at
+    scored[#scored + 1] = m
+    named[#named + 1] = m:sub(-tonumber(idlen))
+    named[#named + 1] = m
   else
-    late = r.at < tonumber(f[1])
-    if not late then put('updatedAt', r.at) end
-    if r.at < tonumber(f[2] or 0) then
-      put('receivedAt', r.at)
-      redis.call('ZADD', KEYS[1], r.at, r.m)
+    local cur = cjson.decode(redis.call('GET', e))
+    local r = cjson.decode(json)
+    at = r.updatedAt
+    -- A late record (another process's, landing out of order) never replaces a newer outcome.
+    local late = at < cur.updatedAt
+    if at < cur.receivedAt then
+      cur.receivedAt = at
+      -- In the batch's ZADD, after this member's own if it is new in this batch: the last score wins.
+      scored[#scored + 1] = at
+      scored[#scored + 1] = m
     end
-  end
-  local attempts = tonumber(f[3] or 0)
-  if r.a then attempts = r.a end
-  if r.aa then attempts = attempts + 1 end
-  if fresh or r.a or r.aa then put('attempts', attempts) end
-  if fresh or r.d then put('deliveries', tonumber(f[4] or 0) + (r.d and 1 or 0)) end
-  if fresh or r.rp then put('replays', tonumber(f[5] or 0) + (r.rp and 1 or 0)) end
-  if r.rp then put('replayedAt', r.at) end
-  if r.t then put('eventType', r.t) end
-  if fresh or not (r.soft or late) then
-    put('outcome', r.o)
-    if r.s then put('status', r.s) end
-    if r.c then put('code', r.c) elseif r.s and not fresh then del[#del + 1] = 'code' end
-  end
-  if r.p then put('processedAt', r.at) end
-  if r.clr then
-    if not fresh then
-      del[#del + 1] = 'errorName'
-      del[#del + 1] = 'errorMessage'
+    if at > cur.updatedAt then cur.updatedAt = at end
+    if r.eventType then cur.eventType = r.eventType end
+    cur.deliveries = cur.deliveries + r.deliveries
+    if not (flags:find('s', 1, true) or late) then
+      cur.outcome = r.outcome
+      if r.status then cur.status = r.status end
+      if r.code then cur.code = r.code elseif r.status then cur.code = nil end
     end
-  elseif r.en then
-    put('errorName', r.en)
-    put('errorMessage', r.em)
+    if flags:find('a', 1, true) then cur.attempts = r.attempts
+    elseif flags:find('i', 1, true) then cur.attempts = cur.attempts + 1 end
+    if r.processedAt then cur.processedAt = at end
+    if flags:find('c', 1, true) then
+      cur.errorName = nil
+      cur.errorMessage = nil
+    elseif r.errorName then
+      cur.errorName = r.errorName
+      cur.errorMessage = r.errorMessage
+    end
+    if body then
+      cur.hasBody = true
+      cur.bodyRedacted = r.bodyRedacted
+    end
+    if r.replays > 0 then
+      cur.replays = cur.replays + 1
+      cur.replayedAt = at
+    end
+    redis.call('SET', e, cjson.encode(cur), 'PX', ret)
+    if cur.hasBody and not body then redis.call('PEXPIRE', P .. 'b:' .. m, ret) end
   end
-  if r.b then
-    put('body', r.b)
-    if r.br then put('bodyRedacted', 1) elseif not fresh then del[#del + 1] = 'bodyRedacted' end
-  end
-  if #set > 0 then redis.call('HSET', e, unpack(set)) end
-  if #del > 0 then redis.call('HDEL', e, unpack(del)) end
-  redis.call('PEXPIRE', e, ret)
+  if body then redis.call('SET', P .. 'b:' .. m, body, 'PX', ret) end
 end
+if #scored > 0 then redis.call('ZADD', KEYS[1], unpack(scored)) end
+if #named > 0 then redis.call('HSET', P .. 'ids', unpack(named)) end
 -- Self-maintaining, with bounded work per call: the expired first, then the oldest past the bound.
 local function drop(members)
   for _, m in ipairs(members) do
     local e = P .. 'e:' .. m
-    local id = redis.call('HGET', e, 'id')
-    redis.call('DEL', e)
+    local f = redis.call('GET', e)
+    redis.call('DEL', e, P .. 'b:' .. m)
     redis.call('ZREM', KEYS[1], m)
-    if id and redis.call('HGET', P .. 'ids', id) == m then redis.call('HDEL', P .. 'ids', id) end
+    if f then
+      local id = cjson.decode(f).id
+      if redis.call('HGET', P .. 'ids', id) == m then redis.call('HDEL', P .. 'ids', id) end
+    end
   end
 end
-drop(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. (now - ret), 'LIMIT', 0, 1000))
+drop(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. (now - tonumber(ret)), 'LIMIT', 0, 1000))
 local over = redis.call('ZCARD', KEYS[1]) - max
 if over > 0 then drop(redis.call('ZRANGE', KEYS[1], 0, math.min(over, 1000) - 1)) end
-for _, w in ipairs(cjson.decode(ARGV[7])) do
+local windows = cjson.decode(ARGV[6])
+for _, w in ipairs(windows) do
   local rk = P .. 'r:' .. w.w
   local ik = P .. 'ri:' .. w.w
   redis.call('HINCRBY', rk, w.code, w.n)
@@ -108,13 +132,10 @@ end
 redis.call('ZREMRANGEBYSCORE', P .. 'rw', '-inf', '(' .. (now - rret))
 return 1`
 
-/** The fields a listed entry is read with (no body: pages never carry one). */
-const LIST_FIELDS = `'id', 'endpoint', 'eventType', 'receivedAt', 'processedAt', 'updatedAt', 'outcome', 'status', 'code', 'attempts', 'deliveries', 'errorName', 'errorMessage', 'replays', 'replayedAt', 'bodyRedacted'`
-export const LIST_FIELD_NAMES = ['id', 'endpoint', 'eventType', 'receivedAt', 'processedAt', 'updatedAt', 'outcome', 'status', 'code', 'attempts', 'deliveries', 'errorName', 'errorMessage', 'replays', 'replayedAt', 'bodyRedacted'] as const
-
 // ARGV: P, max score (inclusive), min score (inclusive), cursor member ('' for none), limit,
-// endpoint ('' for any), outcome ('' for any), most members looked at. Replies { rows, last
-// scanned member and score (or nothing when the index ran out) }; each row LIST_FIELDS then hasBody.
+// endpoint member prefix ('' for any), outcome ('' for any), most members looked at. Replies
+// { entries (JSON), last scanned member and score (or nothing when the index ran out) }. An
+// entry is decoded only to filter by outcome; the endpoint is the member's head.
 export const LIST = `local P = ARGV[1]
 local maxs = ARGV[2]
 local mins = ARGV[3]
@@ -140,12 +161,12 @@ while scanned < cap do
     if not skipping then
       scanned = scanned + 1
       lastm, lasts = m, s
-      local e = P .. 'e:' .. m
-      local f = redis.call('HMGET', e, ${LIST_FIELDS})
-      if f[1] and (ep == '' or f[2] == ep) and (oc == '' or f[7] == oc) then
-        f[#f + 1] = redis.call('HEXISTS', e, 'body')
-        rows[#rows + 1] = f
-        if #rows >= limit then return { rows, lastm, lasts } end
+      if ep == '' or m:sub(1, #ep) == ep then
+        local f = redis.call('GET', P .. 'e:' .. m)
+        if f and (oc == '' or cjson.decode(f).outcome == oc) then
+          rows[#rows + 1] = f
+          if #rows >= limit then return { rows, lastm, lasts } end
+        end
       end
       if scanned >= cap then break end
     end
@@ -153,12 +174,15 @@ while scanned < cap do
 end
 return { rows, lastm, lasts }`
 
-// ARGV: P, member ('' to look the id up), id. Replies the entry's HGETALL, or an empty list.
+// ARGV: P, member ('' to look the id up), id. Replies { entry JSON, body } (the body false when
+// none is kept), or an empty list.
 export const GET = `local P = ARGV[1]
 local m = ARGV[2]
 if m == '' then m = redis.call('HGET', P .. 'ids', ARGV[3]) end
 if not m then return {} end
-return redis.call('HGETALL', P .. 'e:' .. m)`
+local f = redis.call('GET', P .. 'e:' .. m)
+if not f then return {} end
+return { f, redis.call('GET', P .. 'b:' .. m) }`
 
 // ARGV: P, since. Replies { window, HGETALL counts, HGETALL ids } per window, newest first.
 export const REFUSALS = `local P = ARGV[1]

@@ -10,13 +10,13 @@ import { withDeadline } from '../clients/deadline.js'
 import { positiveOption } from '../option-checks.js'
 import { BatchedHistory } from './batcher.js'
 import { memberOf, taggedPrefix } from './keys.js'
-import { GET, LIST, LIST_FIELD_NAMES, REFUSALS, SIZE, WRITE } from './redis-scripts.js'
+import { mergeRecord } from './merge.js'
+import { GET, LIST, REFUSALS, SIZE, WRITE } from './redis-scripts.js'
 import { decodeCursor, encodeCursor, pageOf } from './text.js'
 import {
   REFUSAL_RETENTION_MS,
   type HistoryEntry,
   type HistoryOptions,
-  type HistoryOutcome,
   type HistoryPage,
   type HistoryQuery,
   type HistoryRecord,
@@ -45,47 +45,27 @@ const SCAN_CAP = 5000
 const text = (value: unknown): string | undefined =>
   value === null || value === undefined || value === false ? undefined : value instanceof Uint8Array ? new TextDecoder().decode(value) : String(value)
 
-function toEntry(fields: Record<string, string | undefined>, hasBody: boolean): HistoryEntry {
-  const num = (name: string) => (fields[name] === undefined ? undefined : Number(fields[name]))
-  const e: HistoryEntry = {
-    id: fields.id ?? '',
-    endpoint: fields.endpoint ?? '',
-    receivedAt: num('receivedAt') ?? 0,
-    updatedAt: num('updatedAt') ?? 0,
-    outcome: (fields.outcome ?? 'accepted') as HistoryOutcome,
-    attempts: num('attempts') ?? 0,
-    deliveries: num('deliveries') ?? 0,
-    replays: num('replays') ?? 0,
-    hasBody,
-  }
-  if (fields.eventType !== undefined) e.eventType = fields.eventType
-  if (fields.processedAt !== undefined) e.processedAt = num('processedAt')!
-  if (fields.status !== undefined) e.status = num('status')!
-  if (fields.code !== undefined) e.code = fields.code
-  if (fields.errorName !== undefined) e.errorName = fields.errorName
-  if (fields.errorMessage !== undefined) e.errorMessage = fields.errorMessage
-  if (fields.replayedAt !== undefined) e.replayedAt = num('replayedAt')!
-  if (fields.bodyRedacted !== undefined) e.bodyRedacted = true
-  if (fields.body !== undefined) e.body = fields.body
+/** An entry as stored (redis-scripts.ts): its JSON, the body apart. */
+function toEntry(json: string, body?: string): HistoryEntry {
+  const e = JSON.parse(json) as HistoryEntry
+  if (body !== undefined && e.hasBody) e.body = body
   return e
 }
 
-/** A record as the write script reads it (redis-scripts.ts names the fields). */
-function flat(r: HistoryRecord): Record<string, unknown> {
-  const f: Record<string, unknown> = { m: memberOf(r.endpoint, r.id), id: r.id, ep: r.endpoint, at: r.at, o: r.outcome }
-  if (r.soft) f.soft = 1
-  if (r.eventType !== undefined) f.t = r.eventType
-  if (r.status !== undefined) f.s = r.status
-  if (r.code !== undefined) f.c = r.code
-  if (r.attempts !== undefined) f.a = r.attempts
-  if (r.addAttempt) f.aa = 1
-  if (r.delivered) f.d = 1
-  if (r.processed) f.p = 1
-  if (r.error === null) f.clr = 1
-  else if (r.error !== undefined) Object.assign(f, { en: r.error.name, em: r.error.message })
-  if (r.body !== undefined) Object.assign(f, { b: r.body, ...(r.bodyRedacted && { br: 1 }) })
-  if (r.replay) f.rp = 1
-  return f
+/** UTF-8 bytes of `text`: its length when printable ASCII, as a verified delivery id always is. */
+const byteLength = (text: string): number => (/[^ -~]/.test(text) ? new TextEncoder().encode(text).length : text.length)
+
+/**
+ * A record's arguments to the write script (redis-scripts.ts): `<at> <flags> <id length> <member>`, the entry
+ * it makes alone (its change to an entry that exists as well), its body if any.
+ */
+function recordArgs(r: HistoryRecord, args: string[]): void {
+  const alone = mergeRecord(undefined, r)
+  // The body is kept apart; undefined (not delete) keeps the object's shape fast to serialize.
+  alone.body = undefined
+  const flags = (r.soft ? 's' : '') + (r.attempts !== undefined ? 'a' : '') + (r.addAttempt ? 'i' : '') + (r.error === null ? 'c' : '') + (r.body !== undefined ? 'b' : '')
+  args.push(`${r.at} ${flags} ${byteLength(r.id)} ${memberOf(r.endpoint, r.id)}`, JSON.stringify(alone))
+  if (r.body !== undefined) args.push(r.body)
 }
 
 /**
@@ -120,39 +100,36 @@ export class RedisHistory extends BatchedHistory {
 
   protected async write(records: HistoryRecord[], refusals: RefusalCount[]): Promise<void> {
     const windows = refusals.map((r) => ({ w: r.windowStart, code: r.code, n: r.count, ids: r.claimedIds }))
-    await this.call('write', WRITE, [
+    const args = [
       String(this.now()),
       String(Math.ceil(this.retentionMs)),
       String(this.maxEntries),
       String(REFUSAL_RETENTION_MS),
-      // An empty Lua table encodes as {}: both lists are sent as JSON arrays the script decodes.
-      JSON.stringify(records.map(flat)),
+      // An empty Lua table encodes as {}: the windows are sent as a JSON array the script decodes.
       JSON.stringify(windows),
-    ])
+      String(records.length),
+    ]
+    for (const r of records) recordArgs(r, args)
+    await this.call('write', WRITE, args)
   }
 
   async list(query: HistoryQuery = {}): Promise<HistoryPage> {
     const { limit, since, until } = pageOf(query)
     const after = decodeCursor(query.cursor)
     const max = after !== undefined ? String(after[0]) : `(${until}`
-    const reply = (await this.call('list', LIST, [max, String(since), after !== undefined ? String(after[1]) : '', String(limit), query.endpoint ?? '', query.outcome ?? '', String(SCAN_CAP)])) as unknown[]
-    const rows = (reply[0] ?? []) as unknown[][]
-    const entries = rows.map((row) => {
-      const fields: Record<string, string | undefined> = {}
-      LIST_FIELD_NAMES.forEach((name, i) => (fields[name] = text(row[i])))
-      return toEntry(fields, Number(row[LIST_FIELD_NAMES.length]) === 1)
-    })
+    // The endpoint filter is a member's head (keys.ts): the script reads no entry of another endpoint.
+    const head = query.endpoint ? memberOf(query.endpoint, '') : ''
+    const reply = (await this.call('list', LIST, [max, String(since), after !== undefined ? String(after[1]) : '', String(limit), head, query.outcome ?? '', String(SCAN_CAP)])) as unknown[]
+    const entries = ((reply[0] ?? []) as unknown[]).map((row) => toEntry(text(row)!))
     const lastMember = text(reply[1])
     const lastScore = text(reply[2])
     return lastMember ? { entries, cursor: encodeCursor([Number(lastScore), lastMember]) } : { entries }
   }
 
   async get(id: string, endpoint?: string): Promise<HistoryEntry | undefined> {
-    const flatReply = (await this.call('get', GET, [endpoint === undefined ? '' : memberOf(endpoint, id), id])) as unknown[]
-    if (!Array.isArray(flatReply) || flatReply.length === 0) return undefined
-    const fields: Record<string, string | undefined> = {}
-    for (let i = 0; i + 1 < flatReply.length; i += 2) fields[text(flatReply[i])!] = text(flatReply[i + 1])
-    return toEntry(fields, fields.body !== undefined)
+    const reply = (await this.call('get', GET, [endpoint === undefined ? '' : memberOf(endpoint, id), id])) as unknown[]
+    if (!Array.isArray(reply) || reply.length === 0) return undefined
+    return toEntry(text(reply[0])!, text(reply[1]))
   }
 
   async refusals(since = 0): Promise<RefusalCount[]> {

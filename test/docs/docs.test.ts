@@ -51,7 +51,8 @@ type WholeFile = (typeof wholeFiles)[number]
 type Kind = 'vitest' | 'server' | 'lambda' | 'next-app' | 'next-pages' | 'worker' | 'inbox-worker' | 'module'
 function kindOf({ file, code }: WholeFile): Kind {
   if (/\.test\.[mc]?[jt]s$/.test(file)) return 'vitest'
-  if (code.includes("'svc-webhooks/cloudflare'")) return 'worker'
+  // A module Worker: the Cloudflare entry, or a Worker of its own (src/worker.ts) built on svc-webhooks/fetch.
+  if (code.includes("'svc-webhooks/cloudflare'") || /^src\/[\w-]*worker\.ts$/.test(file)) return 'worker'
   if (code.includes('createInboxWorker(') && code.includes('RedisInbox') && !/\.listen\(|serve\(/.test(code)) return 'inbox-worker'
   if (code.includes("'svc-webhooks/lambda'")) return 'lambda'
   if (file.startsWith('pages/api/')) return 'next-pages'

@@ -309,6 +309,20 @@ describeWithRedis('RedisHistory', () => {
     }
   }, 60_000)
 
+  it('finds and trims entries of an endpoint named outside ASCII, bodies and id lookups with them', async () => {
+    const client = connect(server.url)
+    const prefix = `{non-ascii-${Date.now()}}:`
+    const history = new RedisHistory({ client, prefix, maxEntries: 3, keepBodies: true, log: false })
+    for (let i = 0; i < 6; i++) history.record({ id: `évt_${i}`, endpoint: 'tenänt ✓', at: Date.now() + i, outcome: 'processed', delivered: true, body: `{"n":${i}}` })
+    await history.flush()
+    expect(await history.get('évt_5')).toMatchObject({ id: 'évt_5', endpoint: 'tenänt ✓', hasBody: true, body: '{"n":5}' })
+    expect(await history.get('évt_0')).toBeUndefined()
+    expect(await history.size()).toBe(3)
+    expect((await client.hkeys(`${prefix}ids`)).sort()).toEqual(['évt_3', 'évt_4', 'évt_5'])
+    const body = (id: string) => `${prefix}b:${'tenänt ✓'.length}:tenänt ✓:${id}`
+    expect([await client.exists(body('évt_0')), await client.exists(body('évt_5'))]).toEqual([0, 1])
+  })
+
   it('keeps every key in one Cluster slot: the prefix gets a hash tag', () => {
     expect(new RedisHistory({ client: connect(server.url), prefix: 'app:h:' }).prefix).toBe('{app:h:}')
     expect(new RedisHistory({ client: connect(server.url) }).prefix).toBe('{svc-webhooks:history}:')

@@ -1,0 +1,77 @@
+/**
+ * `node bench/history-cost.mjs` (after `npm run build`): the CPU each recorded delivery costs,
+ * without HTTP, so another process's burst on a shared machine moves it little. One receiver per
+ * variant (no history, MemoryHistory, RedisHistory on a private redis-server from
+ * tools/redis.mjs) takes 30,000 fresh signed deliveries, 16 at a time, letting timers run every
+ * 128 so RedisHistory's batches go out as in a server; the receiver's process CPU
+ * (process.cpuUsage) and the Redis server's (INFO cpu) are divided by the deliveries. Rounds
+ * alternate the variants; the first is a warm-up.
+ *
+ * Options: --rounds 4 --deliveries 30000.
+ */
+import { createHmac, createSecretKey } from 'node:crypto'
+import { startRedisServer } from '../tools/redis.mjs'
+
+const option = (name, fallback) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : fallback)
+const rounds = option('--rounds', 4)
+const N = option('--deliveries', 30_000)
+const SECRET = 'svc_whsec_YmVuY2gtc2VjcmV0LWh0dHAtMzItYnl0ZXMtLS0'
+
+const { createWebhookReceiver } = await import('svc-webhooks')
+const { MemoryHistory } = await import('svc-webhooks/history')
+const { RedisHistory } = await import('svc-webhooks/redis')
+const { signWebhook, sampleEvent } = await import('svc-webhooks/testing')
+const { default: Redis } = await import('ioredis')
+
+const redis = await startRedisServer()
+const client = new Redis(redis.url)
+try {
+  const key = createSecretKey(Buffer.from(SECRET, 'utf8'))
+  const first = await signWebhook({ secret: SECRET, event: sampleEvent('message.received'), id: 'warm' })
+  const base = { ...first.headers }
+  delete base['svc-webhook-signature']
+  let sequence = 0
+  const deliveries = () =>
+    Array.from({ length: N }, () => {
+      const timestamp = String(Math.floor(Date.now() / 1000))
+      const id = `evt_${sequence++}`
+      const v2 = createHmac('sha256', key).update(`${id}.${timestamp}.`).update(first.rawBody).digest('hex')
+      return { method: 'POST', headers: { ...base, 'svc-webhook-id': id, 'svc-webhook-timestamp': timestamp, 'svc-webhook-signature-v2': `v2=${v2}` }, body: first.rawBody }
+    })
+  const histories = { none: undefined, MemoryHistory: new MemoryHistory(), RedisHistory: new RedisHistory({ client, prefix: '{bench-cost}:' }) }
+  const receivers = Object.fromEntries(
+    Object.entries(histories).map(([name, history]) => [name, createWebhookReceiver({ secret: SECRET, on: { 'message.received': () => undefined }, log: false, ...(history && { history }) })]),
+  )
+  const redisCpu = async () => {
+    const info = await client.info('cpu')
+    return Number(/used_cpu_user:([\d.]+)/.exec(info)[1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)[1])
+  }
+  const measured = Object.fromEntries(Object.keys(histories).map((name) => [name, []]))
+  for (let round = 0; round < rounds; round++) {
+    for (const [name, receiver] of Object.entries(receivers)) {
+      const requests = deliveries()
+      const redis0 = await redisCpu()
+      const cpu0 = process.cpuUsage()
+      for (let i = 0; i < N; i += 16) {
+        await Promise.all(requests.slice(i, i + 16).map((request) => receiver.handle(request)))
+        if (i % 128 === 0) await new Promise((resolve) => setTimeout(resolve, 1))
+      }
+      await histories[name]?.flush()
+      const cpu = process.cpuUsage(cpu0)
+      const redis1 = await redisCpu()
+      if (round > 0) measured[name].push({ receiver: (cpu.user + cpu.system) / N, redis: ((redis1 - redis0) * 1e6) / N })
+    }
+  }
+  const median = (values) => [...values].sort((a, b) => a - b)[values.length >> 1]
+  const none = median(measured.none.map((m) => m.receiver))
+  console.log('\n| per delivery | receiver µs | added by the history µs | Redis server µs |')
+  console.log('|---|---:|---:|---:|')
+  for (const [name, runs] of Object.entries(measured)) {
+    const own = median(runs.map((m) => m.receiver))
+    const server = median(runs.map((m) => m.redis))
+    console.log(`| ${name === 'none' ? 'without history' : name} | ${own.toFixed(1)} | ${name === 'none' ? '' : (own - none).toFixed(1)} | ${name === 'RedisHistory' ? server.toFixed(1) : ''} |`)
+  }
+} finally {
+  client.disconnect()
+  await redis.stop()
+}
