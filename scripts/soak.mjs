@@ -139,7 +139,7 @@ print([
   ['downstream outage', f.outageMs ? `${f.outageMs} ms: ${f.sentDuringOutage} deliveries sent meanwhile, ${f.refusedByOutage} handler runs refused` : 'none'],
   ['longest run of failing handler runs', `${f.longestFailingStreak} (a receiver answering 5xx for them: disabled at 20)`],
   ['handler runs / injected failures', `${f.handlerRuns} / ${f.failuresInjected}`],
-  ['hung handler runs (freed by the deadline)', f.workerStats.reduce((sum, w) => sum + Number(w.hung ?? 0), 0)],
+  ['hung handler runs (freed by the deadline)', f.hungRuns],
   ['poison delivery', f.poisonId === undefined ? 'none' : `${f.poisonDead ? 'dead-lettered' : 'NOT dead-lettered'} after ${f.crashes} worker crashes (at most ${f.maxStalledCount + 1})`],
   ['effects applied (deliveries processed)', f.processed],
   ['lost', f.lost.length],

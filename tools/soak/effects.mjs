@@ -20,7 +20,7 @@
 /**
  * One handler invocation as the database saw it.
  *
- * @typedef {{ kind: 'ok' | 'fail' | 'down', id: string, pid: number, applied: boolean }} EffectLogRow
+ * @typedef {{ kind: 'ok' | 'fail' | 'down' | 'hang', id: string, pid: number, applied: boolean }} EffectLogRow
  */
 
 /**
@@ -29,6 +29,7 @@
  *   true when applied now, false when it already was; rejects (and logs 'down') during the outage.
  *   With `guard: false` the write is applied every time (a handler that is not idempotent).
  * @property {(id: string, pid: number) => Promise<void>} fail logs an injected handler failure
+ * @property {(id: string, pid: number) => Promise<void>} hang logs an injected run that never settles
  * @property {(down: boolean) => Promise<void>} setDown starts or ends the downstream outage
  * @property {() => Promise<{ effects: Map<string, number>, log: EffectLogRow[] }>} read
  * @property {() => Promise<void>} close
@@ -80,6 +81,9 @@ export function redisEffects(client, { prefix = 'app:', guard = true } = {}) {
     },
     async fail(id, pid) {
       await run(id, pid, 'fail')
+    },
+    async hang(id, pid) {
+      await client.rpush(`${prefix}log`, `hang ${id} ${pid} 0`)
     },
     async setDown(down) {
       if (down) await client.set(`${prefix}down`, '1')
@@ -150,6 +154,9 @@ export function postgresEffects(pool, { guard = true } = {}) {
     },
     async fail(id, pid) {
       await pool.query(`INSERT INTO soak_log (kind, id, pid, applied) VALUES ('fail', $1, $2, false)`, [id, pid])
+    },
+    async hang(id, pid) {
+      await pool.query(`INSERT INTO soak_log (kind, id, pid, applied) VALUES ('hang', $1, $2, false)`, [id, pid])
     },
     async setDown(down) {
       await pool.query(down ? 'INSERT INTO soak_down VALUES (true) ON CONFLICT DO NOTHING' : 'DELETE FROM soak_down')

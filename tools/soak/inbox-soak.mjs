@@ -99,6 +99,7 @@ async function persist(step) {
  *   otherDead: { id: string, attempts: number, takes: number, lastError: string, applied: boolean }[],
  *   handlerRuns: number,
  *   failuresInjected: number,
+ *   hungRuns: number,
  *   refusedByOutage: number,
  *   longestFailingStreak: number,
  *   processed: number,
@@ -408,7 +409,12 @@ export async function runInboxSoak({
     let refusedByOutage = 0
     let streak = 0
     let longestFailingStreak = 0
+    let hungRuns = 0
     for (const row of runs) {
+      if (row.kind === 'hang') {
+        hungRuns++
+        continue
+      }
       if (row.kind === 'ok') {
         okRuns.set(row.id, [...(okRuns.get(row.id) ?? []), row.pid])
         streak = 0
@@ -442,6 +448,7 @@ export async function runInboxSoak({
       killed: killedPids.size,
       handlerRuns: runs.length,
       failuresInjected,
+      hungRuns,
       refusedByOutage,
       longestFailingStreak,
       processed: [...applied.values()].reduce((a, b) => a + b, 0),

@@ -79,6 +79,8 @@ const worker = createInboxWorker({
       // A hung call (a socket that never answers): the worker's deadline frees the slot.
       if (Math.random() < hangRate) {
         hung++
+        // Logged where the verdict reads it: a worker killed later never prints its STATS.
+        await effects.hang(delivery.id, process.pid)
         return new Promise(() => {})
       }
       await sleep(Math.random() * 5) // some work before the write
