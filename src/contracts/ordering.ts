@@ -76,9 +76,15 @@ export interface OrderingEngine {
    * One ordered take. `poke` names keys whose head just finished here, so they are looked at now
    * rather than when that head's lease would have ended.
    */
-  takeOrdered(max: number, visibilityMs: number, options: { placeLeaseMs: number; poke: readonly string[] }): Promise<OrderedTake>
+  takeOrdered(max: number, visibilityMs: number, options: { placeLeaseMs: number; poke: readonly string[]; placements?: readonly Placement[] }): Promise<OrderedTake>
   /** Places deliveries taken to be placed; each answers false when its placing lease was lost. */
   place(placements: readonly Placement[]): Promise<boolean[]>
+  /**
+   * True when `takeOrdered` places `options.placements` (as {@link place} would) before it takes,
+   * in the same round trip: the worker then hands a placed batch to its next take instead of
+   * calling `place`, one round trip per batch fewer. An engine without it never gets `placements`.
+   */
+  readonly placesInTake?: boolean
 }
 
 /** A pause flag and a token bucket shared by every worker on one inbox. */
@@ -105,3 +111,4 @@ export function isOrderingEngine(inbox: unknown): inbox is OrderingEngine {
 export function isFlowEngine(inbox: unknown): inbox is FlowEngine {
   return typeof (inbox as Partial<FlowEngine> | undefined)?.admit === 'function' && typeof (inbox as Partial<FlowEngine>).setPause === 'function'
 }
+

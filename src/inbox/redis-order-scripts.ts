@@ -31,6 +31,9 @@ import { ORDER_WIDTH } from './ordering.js'
 /** 2^50 ms: far past any real time, and PARK + a time is still an exact double. */
 const PARK = '1125899906842624'
 
+/** Body bytes (base64) handed out to be placed in one reply, at most (one delivery always goes). */
+const PLACE_BYTES = 4 * 1024 * 1024
+
 /**
  * `many(command, key, args, flag?)`: one variadic command (ZADD, ZREM) for a batch's members, in chunks
  * that stay far below Lua's limit on unpacked values. A call per member costs the script more
@@ -47,10 +50,51 @@ const MANY = `local function many(command, key, args, flag)
 end
 `
 
+/**
+ * `placeAll(first, last, now)`: places the deliveries described by ARGV[first..last], five values
+ * each (primary key, placing lease, key, order, strict '1' or '0'); a table of 1 or 0 each (0: the
+ * placing lease was lost). Shared by PLACE and by TAKE_ORDERED, which places the batch its caller
+ * computed before taking, in the same round trip.
+ */
+const PLACE_ALL = `local function placeAll(first, last, now)
+  local out = {}
+  local parked, placed, keys, members = {}, {}, {}, {}
+  for i = first, last, 5 do
+    local pk, lease, key, order = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+    local e = P .. 'e:' .. pk
+    -- Still held by this placer's lease, and not placed already: one read.
+    local f = redis.call('HMGET', e, 'state', 'lease', 'leaseUntil', 'okey')
+    if f[1] == 'waiting' and f[2] == lease and tonumber(f[3]) > now and not f[4] then
+      redis.call('HSET', e, 'okey', key, 'oorder', order, 'ostrict', ARGV[i + 4], 'lease', '', 'leaseUntil', 0)
+      parked[#parked + 1] = ${PARK} + now
+      parked[#parked + 1] = pk
+      placed[#placed + 1] = pk
+      local m = members[key]
+      if not m then
+        m = {}
+        members[key] = m
+        keys[#keys + 1] = now
+        keys[#keys + 1] = key
+      end
+      m[#m + 1] = 0
+      m[#m + 1] = order .. '|' .. pk
+      out[#out + 1] = 1
+    else
+      out[#out + 1] = 0
+    end
+  end
+  many('ZADD', KEYS[1], parked)
+  many('ZREM', P .. 'placing', placed)
+  for key, m in pairs(members) do many('ZADD', P .. 'o:' .. key, m) end
+  many('ZADD', P .. 'okdue', keys)
+  return out
+end
+`
+
 // ARGV: prefix, max, visibilityMs, token, placeLeaseMs, placeBatch, retentionMs, poke count,
-// then the poked keys. Replies { 'place', rows } (FIELDS, lease, primary key), { 'busy' } or
+// the poked keys, a count of placements, then five values each as for PLACE (placed first). Replies { 'place', rows } (FIELDS, lease, primary key), { 'busy' } or
 // { 'run', rows } (FIELDS, lease, primary key, key, late 0/1).
-export const TAKE_ORDERED = `${PRELUDE}${MANY}
+export const TAKE_ORDERED = `${PRELUDE}${MANY}${PLACE_ALL}
 local PARK = ${PARK}
 local W = ${ORDER_WIDTH}
 local now = clock()
@@ -59,8 +103,11 @@ local placeLease, batch, retention = tonumber(ARGV[5]), tonumber(ARGV[6]), tonum
 local KD, PL = P .. 'okdue', P .. 'placing'
 -- A poked key is looked at now. XX: a key with deliveries is always in okdue (its last one
 -- leaves it only once its ZSET is empty), so only those are touched.
+local poked = tonumber(ARGV[8])
+local placements = tonumber(ARGV[9 + poked]) or 0
+if placements > 0 then placeAll(10 + poked, 9 + poked + placements * 5, now) end
 local pokes = {}
-for i = 9, 8 + tonumber(ARGV[8]) do
+for i = 9, 8 + poked do
   pokes[#pokes + 1] = now
   pokes[#pokes + 1] = ARGV[i]
 end
@@ -70,7 +117,9 @@ local place = {}
 -- scanning stay put: read on from an offset.
 local leased, reparked, gone = {}, {}, {}
 local offset = 0
-while #place < batch and offset < 2000 do
+-- Bodies are up to 1 MiB: a batch stops once its bodies pass PLACE_BYTES, so one reply stays bounded.
+local bytes = 0
+while #place < batch and bytes < ${PLACE_BYTES} and offset < 2000 do
   local pks = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', offset, 100)
   if #pks == 0 then break end
   offset = offset + #pks
@@ -86,7 +135,8 @@ while #place < batch and offset < 2000 do
       redis.call('ZADD', KD, now, row[14])
     elseif not row[1] and redis.call('EXISTS', e) == 0 then
       gone[#gone + 1] = pk
-    elseif #place < batch then
+    elseif #place < batch and bytes < ${PLACE_BYTES} then
+      bytes = bytes + string.len(row[7])
       local lease = token .. '.p' .. (#place + 1)
       redis.call('HSET', e, 'lease', lease, 'leaseUntil', now + placeLease)
       leased[#leased + 1] = now + placeLease
@@ -226,40 +276,8 @@ return { 'run', run }`
 
 // ARGV: prefix, then per delivery: primary key, lease, key, order, strict ('1' or '0'). Replies
 // 1 or 0 each (0: the placing lease was lost).
-export const PLACE = `${PRELUDE}${MANY}
-local PARK = ${PARK}
-local now = clock()
-local out = {}
-local parked, placed, keys, members = {}, {}, {}, {}
-for i = 2, #ARGV, 5 do
-  local pk, lease, key, order = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  local e = P .. 'e:' .. pk
-  -- Still held by this placer's lease, and not placed already: one read.
-  local f = redis.call('HMGET', e, 'state', 'lease', 'leaseUntil', 'okey')
-  if f[1] == 'waiting' and f[2] == lease and tonumber(f[3]) > now and not f[4] then
-    redis.call('HSET', e, 'okey', key, 'oorder', order, 'ostrict', ARGV[i + 4], 'lease', '', 'leaseUntil', 0)
-    parked[#parked + 1] = PARK + now
-    parked[#parked + 1] = pk
-    placed[#placed + 1] = pk
-    local m = members[key]
-    if not m then
-      m = {}
-      members[key] = m
-      keys[#keys + 1] = now
-      keys[#keys + 1] = key
-    end
-    m[#m + 1] = 0
-    m[#m + 1] = order .. '|' .. pk
-    out[#out + 1] = 1
-  else
-    out[#out + 1] = 0
-  end
-end
-many('ZADD', KEYS[1], parked)
-many('ZREM', P .. 'placing', placed)
-for key, m in pairs(members) do many('ZADD', P .. 'o:' .. key, m) end
-many('ZADD', P .. 'okdue', keys)
-return out`
+export const PLACE = `${PRELUDE}${MANY}${PLACE_ALL}
+return placeAll(2, #ARGV, clock())`
 
 // ARGV: prefix, want, perSecond ('' for no limit), burst. Replies granted, waitMs, paused (0/1),
 // by, since, version. The bucket refills by the server clock, so workers whose clocks disagree share one rate.
@@ -307,3 +325,4 @@ return { 0, '', 0, version }`
 // ARGV: prefix. Replies paused, by, since, version, perSecond.
 export const FLOW = `local f = redis.call('HMGET', ARGV[1] .. 'flow', 'paused', 'by', 'since', 'version', 'perSecond')
 return { f[1] == '1' and 1 or 0, f[2] or '', tonumber(f[3]) or 0, tonumber(f[4]) or 0, f[5] or '' }`
+

@@ -11,14 +11,20 @@ import { EXTRA, RELEASE } from './redis-scripts.js'
 /** Runs a script of the inbox (prefix added), within its deadline. */
 type Call = (what: string, script: string, args: string[] | (() => string[]), onLate?: (late: unknown) => void) => Promise<unknown>
 
-/** Unplaced deliveries handed out to be placed per ordered take. */
-const PLACE_BATCH = 200
+/**
+ * Unplaced deliveries handed out to be placed per ordered take (and fewer once their bodies pass
+ * 4 MiB): each batch is a round trip every worker waits behind while deliveries are unplaced.
+ */
+const PLACE_BATCH = 500
 
 const decoder = new TextDecoder()
 const text = (value: unknown): string => (value instanceof Uint8Array ? decoder.decode(value) : String(value ?? ''))
 const list = (value: unknown): unknown[] => (Array.isArray(value) ? value : [])
 
 export class RedisOrder {
+  /** A placed batch rides on the next ordered take (TAKE_ORDERED places it first). */
+  readonly placesInTake = true
+
   constructor(
     private readonly call: Call,
     /** A reply row (FIELDS, lease, primary key) as an entry; undefined when it cannot be read. */
@@ -26,7 +32,7 @@ export class RedisOrder {
     private readonly retentionMs: () => number,
   ) {}
 
-  async takeOrdered(max: number, visibilityMs: number, { placeLeaseMs, poke }: { placeLeaseMs: number; poke: readonly string[] }): Promise<OrderedTake> {
+  async takeOrdered(max: number, visibilityMs: number, { placeLeaseMs, poke, placements = [] }: { placeLeaseMs: number; poke: readonly string[]; placements?: readonly Placement[] }): Promise<OrderedTake> {
     const wanted = Math.max(0, Math.min(1000, Math.floor(max)))
     const args = () => [
       String(wanted),
@@ -37,6 +43,8 @@ export class RedisOrder {
       String(Math.ceil(this.retentionMs())),
       String(poke.length),
       ...poke,
+      String(placements.length),
+      ...placementArgs(placements),
     ]
     const reply = list(
       await this.call('takeOrdered', TAKE_ORDERED, args, (late) => {
@@ -55,17 +63,20 @@ export class RedisOrder {
     if (kind === 'place') return { place: rows.flatMap((row) => this.entryOf(row) ?? []), run: [], busy: false }
     const run: OrderedEntry[] = []
     for (const row of rows) {
-      const entry = this.entryOf(row)
+      // Set on the fresh entry, not copied: this runs for every head taken.
+      const entry = this.entryOf(row) as OrderedEntry | undefined
+      if (entry === undefined) continue
       const fields = list(row)
-      if (entry) run.push({ ...entry, orderKey: text(fields[EXTRA + 2]), late: Number(fields[EXTRA + 3]) === 1 })
+      entry.orderKey = text(fields[EXTRA + 2])
+      entry.late = Number(fields[EXTRA + 3]) === 1
+      run.push(entry)
     }
     return { place: [], run, busy: false }
   }
 
   async place(placements: readonly Placement[]): Promise<boolean[]> {
     if (placements.length === 0) return []
-    const args = placements.flatMap(({ entry, key, order, strict }) => [entry.keys[0]!, entry.lease, key, order, strict ? '1' : '0'])
-    return list(await this.call('place', PLACE, args)).map((value) => Number(value) === 1)
+    return list(await this.call('place', PLACE, placementArgs(placements))).map((value) => Number(value) === 1)
   }
 
   async admit(want: number, rate?: { perSecond: number; burst: number }): Promise<Admission> {
@@ -87,6 +98,13 @@ export class RedisOrder {
     const perSecond = text(reply[4])
     return { pause: pauseOf(reply), ...(perSecond !== '' && { perSecond: Number(perSecond) }) }
   }
+}
+
+/** Five script arguments per placement: primary key, placing lease, key, order, strict. */
+function placementArgs(placements: readonly Placement[]): string[] {
+  const args: string[] = []
+  for (const { entry, key, order, strict } of placements) args.push(entry.keys[0]!, entry.lease, key, order, strict ? '1' : '0')
+  return args
 }
 
 /** paused (0/1), by, since, version as a PauseState. */

@@ -175,6 +175,20 @@ function readRow(row: unknown): Read | undefined {
   }
 }
 
+/**
+ * A read row as a taken entry: the counters and the lease are set on the row's own fresh delivery
+ * object rather than copied into a new one, as this runs for every delivery taken or placed.
+ */
+function takenEntry(read: Read, lease: string): InboxEntry {
+  const entry = read.delivery as InboxEntry
+  entry.attempts = read.attempts
+  entry.takes = read.takes
+  entry.retriesSince = read.retriesSince
+  entry.lease = lease
+  if (read.lastError !== undefined) entry.lastError = read.lastError
+  return entry
+}
+
 function rows(reply: unknown): unknown[] {
   return Array.isArray(reply) ? reply : []
 }
@@ -218,9 +232,7 @@ export class RedisInbox implements WebhookInbox, OrderingEngine, FlowEngine {
     (what, script, args, onLate) => this.call(what, script, args, onLate),
     (row) => {
       const read = readRow(row)
-      if (read === undefined) return undefined
-      const [lease] = this.leaseOf(row)
-      return { ...read.delivery, attempts: read.attempts, takes: read.takes, retriesSince: read.retriesSince, lease, ...(read.lastError !== undefined ? { lastError: read.lastError } : {}) }
+      return read === undefined ? undefined : takenEntry(read, this.leaseOf(row)[0])
     },
     () => this.retentionMs,
   )
@@ -296,8 +308,7 @@ export class RedisInbox implements WebhookInbox, OrderingEngine, FlowEngine {
         this.quarantine(pk, lease)
         continue
       }
-      const { delivery, attempts, takes, retriesSince, lastError } = read
-      entries.push({ ...delivery, attempts, takes, retriesSince, lease, ...(lastError !== undefined ? { lastError } : {}) })
+      entries.push(takenEntry(read, lease))
     }
     return entries
   }
@@ -399,7 +410,10 @@ export class RedisInbox implements WebhookInbox, OrderingEngine, FlowEngine {
   }
 
   // Order within a conversation and flow control (src/contracts/ordering.ts), kept in redis-order.ts.
-  takeOrdered(max: number, visibilityMs: number, options: { placeLeaseMs: number; poke: readonly string[] }): Promise<OrderedTake> {
+  get placesInTake(): boolean {
+    return this.order.placesInTake
+  }
+  takeOrdered(max: number, visibilityMs: number, options: { placeLeaseMs: number; poke: readonly string[]; placements?: readonly Placement[] }): Promise<OrderedTake> {
     return this.order.takeOrdered(max, visibilityMs, options)
   }
   place(placements: readonly Placement[]): Promise<boolean[]> {
