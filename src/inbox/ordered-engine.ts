@@ -4,10 +4,10 @@
  * class extends {@link OrderedEngine}, which hands each call to that part. The inbox class stays
  * about appending, taking and acknowledging; the part about its scripts or statements.
  */
-import type { Admission, FlowEngine, OrderedTake, OrderingEngine, PauseState, Placement } from '../contracts/ordering.js'
+import type { Admission, FlowEngine, ModeEngine, OrderedTake, OrderingEngine, PauseState, Placement, WorkerMode } from '../contracts/ordering.js'
 
-/** What an engine's ordering part offers: the calls below, and `placesInTake` where it can. */
-export type OrderingPart = OrderingEngine & FlowEngine
+/** What an engine's ordering part offers: the calls below, `claimMode` and `placesInTake` where it can. */
+export type OrderingPart = OrderingEngine & FlowEngine & Partial<ModeEngine>
 
 /**
  * The base of an inbox whose ordering and flow control live in `order`.
@@ -17,8 +17,8 @@ export type OrderingPart = OrderingEngine & FlowEngine
  *   protected readonly order = new RedisOrder(...)
  * }
  */
-export abstract class OrderedEngine implements OrderingEngine, FlowEngine {
-  /** The part that keeps order, the pause flag and the token bucket. */
+export abstract class OrderedEngine implements OrderingEngine, FlowEngine, ModeEngine {
+  /** The part that keeps order, the pause flag, the token bucket and the workers' mode. */
   protected abstract readonly order: OrderingPart
 
   get placesInTake(): boolean {
@@ -41,5 +41,12 @@ export abstract class OrderedEngine implements OrderingEngine, FlowEngine {
   }
   flow(): Promise<{ pause: PauseState; perSecond?: number }> {
     return this.order.flow()
+  }
+  /** An engine part without `claimMode` cannot tell: every worker may run. */
+  claimMode(mode: WorkerMode, worker: string, ttlMs: number): Promise<boolean> {
+    return this.order.claimMode ? this.order.claimMode(mode, worker, ttlMs) : Promise.resolve(true)
+  }
+  releaseMode(mode: WorkerMode, worker: string): Promise<void> {
+    return this.order.releaseMode ? this.order.releaseMode(mode, worker) : Promise.resolve()
   }
 }

@@ -18,6 +18,9 @@
  *   head is handed out (its key is not known yet and it could be older than a head).
  * - `flow`: a HASH: the pause flag (`paused`, `by`, `since`, `version`) and the token bucket
  *   (`tokens`, `at`, `perSecond`).
+ * - `mode:ordered`, `mode:unordered`: a ZSET each of the running workers of that mode, scored by
+ *   when each one's mark ends (renewed while it runs, removed when it stops): a worker of the other
+ *   mode takes nothing while one is live.
  *
  * A placed delivery stays in `due`, *parked*: its score is PARK plus the time it was parked, so
  * depth (`ZCARD due`) still counts it and a plain take (`-inf .. now`) never reaches it. The
@@ -326,3 +329,20 @@ return { 0, '', 0, version }`
 export const FLOW = `local f = redis.call('HMGET', ARGV[1] .. 'flow', 'paused', 'by', 'since', 'version', 'perSecond')
 return { f[1] == '1' and 1 or 0, f[2] or '', tonumber(f[3]) or 0, tonumber(f[4]) or 0, f[5] or '' }`
 
+// ARGV: prefix, this worker's mode, the other mode, worker id, ttlMs. Replies 1 (marked) or 0 (a
+// worker of the other mode runs: nothing written). One script, so two workers of different modes
+// starting at the same moment cannot both be marked.
+export const CLAIM_MODE = `${PRELUDE}
+local now = clock()
+local mine, other = P .. 'mode:' .. ARGV[2], P .. 'mode:' .. ARGV[3]
+redis.call('ZREMRANGEBYSCORE', other, '-inf', now)
+if redis.call('ZCARD', other) > 0 then return 0 end
+local ttl = tonumber(ARGV[5])
+redis.call('ZREMRANGEBYSCORE', mine, '-inf', now)
+redis.call('ZADD', mine, now + ttl, ARGV[4])
+redis.call('PEXPIRE', mine, ttl)
+return 1`
+
+// ARGV: prefix, mode, worker id.
+export const RELEASE_MODE = `redis.call('ZREM', ARGV[1] .. 'mode:' .. ARGV[2], ARGV[3])
+return 1`

@@ -1,11 +1,11 @@
 /**
- * RedisInbox's ordering and flow control: the calls of src/contracts/ordering.ts over the scripts
- * of src/inbox/redis-order-scripts.ts. Kept apart from the inbox class, which hands it its
- * script runner (deadline, retries, error kinds) and its row reader.
+ * RedisInbox's ordering, flow control and workers' mode: the calls of src/contracts/ordering.ts
+ * over the scripts of src/inbox/redis-order-scripts.ts. Kept apart from the inbox class, which
+ * hands it its script runner (deadline, retries, error kinds) and its row reader.
  */
 import type { InboxEntry } from '../contracts/inbox.js'
-import type { Admission, OrderedEntry, OrderedTake, PauseState, Placement } from '../contracts/ordering.js'
-import { ADMIT, FLOW, PLACE, REFUND, SET_PAUSE, TAKE_ORDERED } from './redis-order-scripts.js'
+import type { Admission, OrderedEntry, OrderedTake, PauseState, Placement, WorkerMode } from '../contracts/ordering.js'
+import { ADMIT, CLAIM_MODE, FLOW, PLACE, REFUND, RELEASE_MODE, SET_PAUSE, TAKE_ORDERED } from './redis-order-scripts.js'
 import { EXTRA, RELEASE } from './redis-scripts.js'
 
 /** Runs a script of the inbox (prefix added), within its deadline. */
@@ -91,6 +91,15 @@ export class RedisOrder {
   async setPause(paused: boolean, by?: string, expected?: number): Promise<PauseState | undefined> {
     const reply = await this.call('setPause', SET_PAUSE, [paused ? '1' : '0', by ?? '', expected === undefined ? '' : String(expected)])
     return Array.isArray(reply) ? pauseOf(reply) : undefined
+  }
+
+  async claimMode(mode: WorkerMode, worker: string, ttlMs: number): Promise<boolean> {
+    const other: WorkerMode = mode === 'ordered' ? 'unordered' : 'ordered'
+    return Number(await this.call('claimMode', CLAIM_MODE, [mode, other, worker, String(Math.max(1, Math.ceil(ttlMs)))])) === 1
+  }
+
+  async releaseMode(mode: WorkerMode, worker: string): Promise<void> {
+    await this.call('releaseMode', RELEASE_MODE, [mode, worker])
   }
 
   async flow(): Promise<{ pause: PauseState; perSecond?: number }> {

@@ -228,8 +228,8 @@ export class RedisInbox extends OrderedEngine implements WebhookInbox {
   private readonly read: Run
   private readonly due: string
   /**
-   * Ordering and flow control (src/inbox/redis-order.ts), over this inbox's script runner; the
-   * calls themselves are {@link OrderedEngine}'s.
+   * Ordering, flow control and the workers' mode (src/inbox/redis-order.ts), over this inbox's
+   * script runner; the calls themselves are {@link OrderedEngine}'s.
    */
   protected readonly order = new RedisOrder(
     (what, script, args, onLate) => this.call(what, script, args, onLate),
