@@ -95,8 +95,9 @@ end
 `
 
 // ARGV: prefix, max, visibilityMs, token, placeLeaseMs, placeBatch, retentionMs, poke count,
-// the poked keys, a count of placements, then five values each as for PLACE (placed first). Replies { 'place', rows } (FIELDS, lease, primary key), { 'busy' } or
-// { 'run', rows } (FIELDS, lease, primary key, key, late 0/1).
+// the poked keys, a count of placements, then five values each as for PLACE (placed first).
+// Replies { 'place', rows } (body, receivedAt, lease, primary key: what placing reads), { 'busy' }
+// or { 'run', rows } (FIELDS, lease, primary key, key, late 0/1).
 export const TAKE_ORDERED = `${PRELUDE}${MANY}${PLACE_ALL}
 local PARK = ${PARK}
 local W = ${ORDER_WIDTH}
@@ -128,24 +129,24 @@ while #place < batch and bytes < ${PLACE_BYTES} and offset < 2000 do
   offset = offset + #pks
   for _, pk in ipairs(pks) do
     local e = P .. 'e:' .. pk
-    -- The fields a reply row needs, then the placement: one read per delivery.
-    local row = redis.call('HMGET', e, ${FIELDS}, 'okey', 'oorder')
-    if row[14] then
+    -- What placing reads (the body, the time received), and whether it is placed: one read.
+    local row = redis.call('HMGET', e, 'body', 'receivedAt', 'okey', 'oorder')
+    if row[3] then
       -- Placed, and its retry or lease time came: parked again, its key looked at now.
       reparked[#reparked + 1] = PARK + now
       reparked[#reparked + 1] = pk
-      redis.call('ZADD', P .. 'o:' .. row[14], 0, row[15] .. '|' .. pk)
-      redis.call('ZADD', KD, now, row[14])
+      redis.call('ZADD', P .. 'o:' .. row[3], 0, row[4] .. '|' .. pk)
+      redis.call('ZADD', KD, now, row[3])
     elseif not row[1] and redis.call('EXISTS', e) == 0 then
       gone[#gone + 1] = pk
     elseif #place < batch and bytes < ${PLACE_BYTES} then
-      bytes = bytes + string.len(row[7])
+      bytes = bytes + string.len(row[1] or '')
       local lease = token .. '.p' .. (#place + 1)
       redis.call('HSET', e, 'lease', lease, 'leaseUntil', now + placeLease)
       leased[#leased + 1] = now + placeLease
       leased[#leased + 1] = pk
-      row[14] = lease
-      row[15] = pk
+      row[3] = lease
+      row[4] = pk
       place[#place + 1] = row
     end
   end

@@ -60,7 +60,7 @@ export class RedisOrder {
     const kind = text(reply[0])
     if (kind === 'busy') return { place: [], run: [], busy: true }
     const rows = list(reply[1])
-    if (kind === 'place') return { place: rows.flatMap((row) => this.entryOf(row) ?? []), run: [], busy: false }
+    if (kind === 'place') return { place: rows.flatMap((row) => placing(row) ?? []), run: [], busy: false }
     const run: OrderedEntry[] = []
     for (const row of rows) {
       // Set on the fresh entry, not copied: this runs for every head taken.
@@ -107,6 +107,21 @@ export class RedisOrder {
     const perSecond = text(reply[4])
     return { pause: pauseOf(reply), ...(perSecond !== '' && { perSecond: Number(perSecond) }) }
   }
+}
+
+/**
+ * A delivery handed out to be placed, from its reply row (body, receivedAt, lease, primary key):
+ * only what placing reads (the body for the key function, the time received for the order, the
+ * primary key and the lease for PLACE) is fetched and filled in, the rest is blank. Placing a
+ * backlog reads every body once more, so the other fields are not carried twice.
+ */
+function placing(row: unknown): InboxEntry | undefined {
+  const [body, receivedAt, lease, pk] = list(row).map(text)
+  const received = Number(receivedAt)
+  if (!body || !pk || !Number.isFinite(received)) return undefined
+  // A copy, not Buffer.from's view: small Buffers share a pool with unrelated bytes.
+  const rawBody = new Uint8Array(Buffer.from(body, 'base64'))
+  return { keys: [pk], endpoint: '', id: '', timestamp: 0, signatureVersion: 'v2', secretIndex: 0, rawBody, receivedAt: received, attempts: 0, takes: 0, retriesSince: received, lease: lease! }
 }
 
 /** Five script arguments per placement: primary key, placing lease, key, order, strict. */
