@@ -34,6 +34,14 @@ import { ORDER_WIDTH } from './ordering.js'
 /** 2^50 ms: far past any real time, and PARK + a time is still an exact double. */
 const PARK = '1125899906842624'
 
+/**
+ * A script as sent: without its comment lines and indentation. EVAL carries the whole text on
+ * every call, and the ordered take is called once or twice per few deliveries: its comments were
+ * a third of what each call wrote to the socket and the server read. (No string in these scripts
+ * holds `--` or a line break.)
+ */
+const sent = (script: string): string => script.replace(/^[ \t]*--.*\n/gm, '').replace(/^[ \t]+/gm, '')
+
 /** Body bytes (base64) handed out to be placed in one reply, at most (one delivery always goes). */
 const PLACE_BYTES = 4 * 1024 * 1024
 
@@ -98,7 +106,7 @@ end
 // the poked keys, a count of placements, then five values each as for PLACE (placed first).
 // Replies { 'place', rows } (body, receivedAt, lease, primary key: what placing reads), { 'busy' }
 // or { 'run', rows } (FIELDS, lease, primary key, key, late 0/1).
-export const TAKE_ORDERED = `${PRELUDE}${MANY}${PLACE_ALL}
+export const TAKE_ORDERED = sent(`${PRELUDE}${MANY}${PLACE_ALL}
 local PARK = ${PARK}
 local W = ${ORDER_WIDTH}
 local now = clock()
@@ -276,12 +284,12 @@ end
 many('ZADD', KEYS[1], heads)
 many('ZADD', KD, kd)
 many('ZREM', KD, kdGone)
-return { 'run', run }`
+return { 'run', run }`)
 
 // ARGV: prefix, then per delivery: primary key, lease, key, order, strict ('1' or '0'). Replies
 // 1 or 0 each (0: the placing lease was lost).
-export const PLACE = `${PRELUDE}${MANY}${PLACE_ALL}
-return placeAll(2, #ARGV, clock())`
+export const PLACE = sent(`${PRELUDE}${MANY}${PLACE_ALL}
+return placeAll(2, #ARGV, clock())`)
 
 // ARGV: prefix, want, perSecond ('' for no limit), burst. Replies granted, waitMs, paused (0/1),
 // by, since, version. The bucket refills by the server clock, so workers whose clocks disagree share one rate.
