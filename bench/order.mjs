@@ -14,12 +14,16 @@
  *   whatever the concurrency: its rate is about 1 / (handler time + a take and an ack), the
  *   ceiling of a single conversation, and the price of the order it asked for.
  *
+ * Under each row, the CPU per delivery of the worker processes and the engine's server together
+ * (Linux: read from /proc): the machine is shared, so throughput moves with what else runs, and
+ * the CPU ratio says what ordering costs where every core is busy.
+ *
  *   node bench/order.mjs [--engines redis,postgres] [--rounds 1]
  */
 import { parseArgs } from 'node:util'
 import { startRedisServer } from '../tools/redis.mjs'
 import { startPostgresServer } from '../tools/postgres.mjs'
-import { runOrderedProcesses } from '../tools/order/run.mjs'
+import { cpuMsOf, runOrderedProcesses } from '../tools/order/run.mjs'
 
 const { values } = parseArgs({ options: { engines: { type: 'string', default: 'redis,postgres' } } })
 const shapes = [
@@ -33,8 +37,15 @@ for (const engine of values.engines.split(',')) {
   try {
     for (const shape of shapes) {
       const { conversations, messages, handlerMs } = shape
-      const run = (ordered) =>
-        runOrderedProcesses({ engine, url: server.url, conversations, messages, workers: 3, concurrency: 10, failRate: 0, poison: 0, kill: false, ordered, handlerMs, timeoutMs: 300_000, prefill: true })
+      // The CPU of the workers and of the engine's server: on a machine whose cores other work
+      // also uses, throughput moves with that work; what a delivery costs in CPU does not.
+      const run = async (ordered) => {
+        const before = cpuMsOf(server.pid)
+        const result = await runOrderedProcesses({ engine, url: server.url, conversations, messages, workers: 3, concurrency: 10, failRate: 0, poison: 0, kill: false, ordered, handlerMs, timeoutMs: 300_000, prefill: true })
+        const after = cpuMsOf(server.pid)
+        const cpuMs = result.workerCpuMs !== undefined && before !== undefined && after !== undefined ? result.workerCpuMs + after - before : undefined
+        return { ...result, cpuMs }
+      }
       // Each on a fresh inbox: the table or keys of the first are emptied by the time it ends.
       const unordered = await run(false)
       const ordered = await run(true)
@@ -43,6 +54,10 @@ for (const engine of values.engines.split(',')) {
       const o = ordered.figures.perSecond
       const target = shape.conversations > 1 ? (o >= 0.9 * u ? ' (target ≥ 90 %: met)' : ' (target ≥ 90 %: NOT met)') : ' (one at a time, by design)'
       console.log(`${engine.padEnd(10)}${shape.name.padEnd(41)}${String(u).padStart(11)}${String(o).padStart(11)}  ${((o / u) * 100).toFixed(0)} %${target}`)
+      if (unordered.cpuMs !== undefined && ordered.cpuMs !== undefined) {
+        const per = (r) => ((r.cpuMs / r.figures.deliveries) * 1000).toFixed(0)
+        console.log(`${''.padEnd(10)}${'  CPU µs per delivery (workers + server)'.padEnd(41)}${per(unordered).padStart(11)}${per(ordered).padStart(11)}  ${((unordered.cpuMs / ordered.cpuMs) * 100).toFixed(0)} % (unordered CPU / ordered CPU)`)
+      }
     }
   } finally {
     await server.stop()

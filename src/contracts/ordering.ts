@@ -76,9 +76,15 @@ export interface OrderingEngine {
    * One ordered take. `poke` names keys whose head just finished here, so they are looked at now
    * rather than when that head's lease would have ended.
    */
-  takeOrdered(max: number, visibilityMs: number, options: { placeLeaseMs: number; poke: readonly string[] }): Promise<OrderedTake>
+  takeOrdered(max: number, visibilityMs: number, options: { placeLeaseMs: number; poke: readonly string[]; placements?: readonly Placement[] }): Promise<OrderedTake>
   /** Places deliveries taken to be placed; each answers false when its placing lease was lost. */
   place(placements: readonly Placement[]): Promise<boolean[]>
+  /**
+   * True when `takeOrdered` places `options.placements` (as {@link place} would) before it takes,
+   * in the same round trip: the worker then hands a placed batch to its next take instead of
+   * calling `place`, one round trip per batch fewer. An engine without it never gets `placements`.
+   */
+  readonly placesInTake?: boolean
 }
 
 /** A pause flag and a token bucket shared by every worker on one inbox. */
@@ -96,6 +102,26 @@ export interface FlowEngine {
   flow(): Promise<{ pause: PauseState; perSecond?: number }>
 }
 
+/** Whether a worker runs with `ordering` or without. */
+export type WorkerMode = 'ordered' | 'unordered'
+
+/**
+ * The mode of the workers running on one inbox, so that an ordered and an unordered worker never
+ * run side by side: the unordered one would take deliveries before they are placed and run them
+ * out of order.
+ */
+export interface ModeEngine {
+  /**
+   * Marks `worker` (an id drawn by the worker) as running in `mode` on this inbox for `ttlMs`
+   * (renewed while it runs), unless a live mark of the other mode exists: then nothing is written
+   * and the answer is false. Check and mark are one atomic step, so two workers of different modes
+   * starting at once cannot both get true.
+   */
+  claimMode(mode: WorkerMode, worker: string, ttlMs: number): Promise<boolean>
+  /** Removes the mark of `worker` (it stopped): workers of the other mode need not wait for it to end. */
+  releaseMode(mode: WorkerMode, worker: string): Promise<void>
+}
+
 /** Whether `inbox` can keep order. */
 export function isOrderingEngine(inbox: unknown): inbox is OrderingEngine {
   return typeof (inbox as Partial<OrderingEngine> | undefined)?.takeOrdered === 'function' && typeof (inbox as Partial<OrderingEngine>).place === 'function'
@@ -104,4 +130,9 @@ export function isOrderingEngine(inbox: unknown): inbox is OrderingEngine {
 /** Whether `inbox` keeps a pause flag and a token bucket. */
 export function isFlowEngine(inbox: unknown): inbox is FlowEngine {
   return typeof (inbox as Partial<FlowEngine> | undefined)?.admit === 'function' && typeof (inbox as Partial<FlowEngine>).setPause === 'function'
+}
+
+/** Whether `inbox` records the mode of its workers. */
+export function isModeEngine(inbox: unknown): inbox is ModeEngine {
+  return typeof (inbox as Partial<ModeEngine> | undefined)?.claimMode === 'function'
 }

@@ -147,12 +147,19 @@ export class OrderedTaker {
    */
   async take(max: number, visibilityMs: number): Promise<{ run: OrderedRun[]; waitMs?: number }> {
     // Bounded: each round places up to a batch; past a few rounds, come back through the loop.
-    for (let round = 0; round < 8; round++) {
+    const rounds = 8
+    /** A batch placed by the next take, on an engine that places in the take's round trip. */
+    let placements: Placement[] = []
+    for (let round = 0; round < rounds; round++) {
       const poke = [...this.pokes]
-      const taken = await this.engine.takeOrdered(max, visibilityMs, { placeLeaseMs: this.placeLeaseMs, poke })
+      const taken = await this.engine.takeOrdered(max, visibilityMs, { placeLeaseMs: this.placeLeaseMs, poke, ...(placements.length > 0 && { placements }) })
+      placements = []
       for (const key of poke) this.pokes.delete(key)
       if (taken.place.length > 0) {
-        await this.engine.place(taken.place.map((entry) => this.placement(entry)))
+        const batch = taken.place.map((entry) => this.placement(entry))
+        // The last round has no next take to carry the batch.
+        if (this.engine.placesInTake === true && round < rounds - 1) placements = batch
+        else await this.engine.place(batch)
         continue
       }
       // Another worker is placing: a round trip or two away from done.

@@ -18,6 +18,9 @@
  *   head is handed out (its key is not known yet and it could be older than a head).
  * - `flow`: a HASH: the pause flag (`paused`, `by`, `since`, `version`) and the token bucket
  *   (`tokens`, `at`, `perSecond`).
+ * - `mode:ordered`, `mode:unordered`: a ZSET each of the running workers of that mode, scored by
+ *   when each one's mark ends (renewed while it runs, removed when it stops): a worker of the other
+ *   mode takes nothing while one is live.
  *
  * A placed delivery stays in `due`, *parked*: its score is PARK plus the time it was parked, so
  * depth (`ZCARD due`) still counts it and a plain take (`-inf .. now`) never reaches it. The
@@ -31,54 +34,142 @@ import { ORDER_WIDTH } from './ordering.js'
 /** 2^50 ms: far past any real time, and PARK + a time is still an exact double. */
 const PARK = '1125899906842624'
 
+/**
+ * A script as sent: without its comment lines and indentation. EVAL carries the whole text on
+ * every call, and the ordered take is called once or twice per few deliveries: its comments were
+ * a third of what each call wrote to the socket and the server read. (No string in these scripts
+ * holds `--` or a line break.)
+ */
+const sent = (script: string): string => script.replace(/^[ \t]*--.*\n/gm, '').replace(/^[ \t]+/gm, '')
+
+/** Body bytes (base64) handed out to be placed in one reply, at most (one delivery always goes). */
+const PLACE_BYTES = 4 * 1024 * 1024
+
+/**
+ * `many(command, key, args, flag?)`: one variadic command (ZADD, ZREM) for a batch's members, in chunks
+ * that stay far below Lua's limit on unpacked values. A call per member costs the script more
+ * than the command itself: placing a batch is a few calls per delivery, not seven.
+ */
+const MANY = `local function many(command, key, args, flag)
+  for i = 1, #args, 1000 do
+    if flag then
+      redis.call(command, key, flag, unpack(args, i, math.min(i + 999, #args)))
+    else
+      redis.call(command, key, unpack(args, i, math.min(i + 999, #args)))
+    end
+  end
+end
+`
+
+/**
+ * `placeAll(first, last, now)`: places the deliveries described by ARGV[first..last], five values
+ * each (primary key, placing lease, key, order, strict '1' or '0'); a table of 1 or 0 each (0: the
+ * placing lease was lost). Shared by PLACE and by TAKE_ORDERED, which places the batch its caller
+ * computed before taking, in the same round trip.
+ */
+const PLACE_ALL = `local function placeAll(first, last, now)
+  local out = {}
+  local parked, placed, keys, members = {}, {}, {}, {}
+  for i = first, last, 5 do
+    local pk, lease, key, order = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+    local e = P .. 'e:' .. pk
+    -- Still held by this placer's lease, and not placed already: one read.
+    local f = redis.call('HMGET', e, 'state', 'lease', 'leaseUntil', 'okey')
+    if f[1] == 'waiting' and f[2] == lease and tonumber(f[3]) > now and not f[4] then
+      redis.call('HSET', e, 'okey', key, 'oorder', order, 'ostrict', ARGV[i + 4], 'lease', '', 'leaseUntil', 0)
+      parked[#parked + 1] = ${PARK} + now
+      parked[#parked + 1] = pk
+      placed[#placed + 1] = pk
+      local m = members[key]
+      if not m then
+        m = {}
+        members[key] = m
+        keys[#keys + 1] = now
+        keys[#keys + 1] = key
+      end
+      m[#m + 1] = 0
+      m[#m + 1] = order .. '|' .. pk
+      out[#out + 1] = 1
+    else
+      out[#out + 1] = 0
+    end
+  end
+  many('ZADD', KEYS[1], parked)
+  many('ZREM', P .. 'placing', placed)
+  for key, m in pairs(members) do many('ZADD', P .. 'o:' .. key, m) end
+  many('ZADD', P .. 'okdue', keys)
+  return out
+end
+`
+
 // ARGV: prefix, max, visibilityMs, token, placeLeaseMs, placeBatch, retentionMs, poke count,
-// then the poked keys. Replies { 'place', rows } (FIELDS, lease, primary key), { 'busy' } or
-// { 'run', rows } (FIELDS, lease, primary key, key, late 0/1).
-export const TAKE_ORDERED = `${PRELUDE}
+// the poked keys, a count of placements, then five values each as for PLACE (placed first).
+// Replies { 'place', rows } (body, receivedAt, lease, primary key: what placing reads), { 'busy' }
+// or { 'run', rows } (FIELDS, lease, primary key, key, late 0/1).
+export const TAKE_ORDERED = sent(`${PRELUDE}${MANY}${PLACE_ALL}
 local PARK = ${PARK}
 local W = ${ORDER_WIDTH}
 local now = clock()
 local max, vis, token = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local placeLease, batch, retention = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local KD, PL = P .. 'okdue', P .. 'placing'
-for i = 9, 8 + tonumber(ARGV[8]) do
-  if redis.call('EXISTS', P .. 'o:' .. ARGV[i]) == 1 then redis.call('ZADD', KD, now, ARGV[i]) end
+-- A poked key is looked at now. XX: a key with deliveries is always in okdue (its last one
+-- leaves it only once its ZSET is empty), so only those are touched.
+local poked = tonumber(ARGV[8])
+local placements = tonumber(ARGV[9 + poked]) or 0
+if placements > 0 then placeAll(10 + poked, 9 + poked + placements * 5, now) end
+local pokes = {}
+for i = 9, 8 + poked do
+  pokes[#pokes + 1] = now
+  pokes[#pokes + 1] = ARGV[i]
 end
+many('ZADD', KD, pokes, 'XX')
 local place = {}
-local scanned = 0
-while #place < batch and scanned < 2000 do
-  local pks = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 100)
+-- Scores are written after the scan (one ZADD of many members each), so the ranges read while
+-- scanning stay put: read on from an offset.
+local leased, reparked, gone = {}, {}, {}
+local offset = 0
+-- Bodies are up to 1 MiB: a batch stops once its bodies pass PLACE_BYTES, so one reply stays bounded.
+local bytes = 0
+while #place < batch and bytes < ${PLACE_BYTES} and offset < 2000 do
+  local pks = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', offset, 100)
   if #pks == 0 then break end
+  offset = offset + #pks
   for _, pk in ipairs(pks) do
-    scanned = scanned + 1
     local e = P .. 'e:' .. pk
-    if redis.call('EXISTS', e) == 0 then
-      redis.call('ZREM', KEYS[1], pk)
-      redis.call('ZREM', P .. 'recv', pk)
-    else
-      local f = redis.call('HMGET', e, 'okey', 'oorder')
-      if f[1] then
-        -- Placed, and its retry or lease time came: parked again, its key looked at now.
-        redis.call('ZADD', KEYS[1], PARK + now, pk)
-        redis.call('ZADD', P .. 'o:' .. f[1], 0, f[2] .. '|' .. pk)
-        redis.call('ZADD', KD, now, f[1])
-      elseif #place < batch then
-        local lease = token .. '.p' .. (#place + 1)
-        local row = redis.call('HMGET', e, ${FIELDS})
-        redis.call('HSET', e, 'lease', lease, 'leaseUntil', now + placeLease)
-        redis.call('ZADD', KEYS[1], now + placeLease, pk)
-        redis.call('ZADD', PL, now + placeLease, pk)
-        row[14] = lease
-        row[15] = pk
-        place[#place + 1] = row
-      end
+    -- What placing reads (the body, the time received), and whether it is placed: one read.
+    local row = redis.call('HMGET', e, 'body', 'receivedAt', 'okey', 'oorder')
+    if row[3] then
+      -- Placed, and its retry or lease time came: parked again, its key looked at now.
+      reparked[#reparked + 1] = PARK + now
+      reparked[#reparked + 1] = pk
+      redis.call('ZADD', P .. 'o:' .. row[3], 0, row[4] .. '|' .. pk)
+      redis.call('ZADD', KD, now, row[3])
+    elseif not row[1] and redis.call('EXISTS', e) == 0 then
+      gone[#gone + 1] = pk
+    elseif #place < batch and bytes < ${PLACE_BYTES} then
+      bytes = bytes + string.len(row[1] or '')
+      local lease = token .. '.p' .. (#place + 1)
+      redis.call('HSET', e, 'lease', lease, 'leaseUntil', now + placeLease)
+      leased[#leased + 1] = now + placeLease
+      leased[#leased + 1] = pk
+      row[3] = lease
+      row[4] = pk
+      place[#place + 1] = row
     end
   end
 end
+many('ZADD', KEYS[1], leased)
+many('ZADD', KEYS[1], reparked)
+many('ZADD', PL, leased)
+many('ZREM', KEYS[1], gone)
+many('ZREM', P .. 'recv', gone)
 if #place > 0 then return { 'place', place } end
 redis.call('ZREMRANGEBYSCORE', PL, '-inf', now)
 if redis.call('ZCARD', PL) > 0 then return { 'busy' } end
 local run = {}
+-- Scores of keys (okdue) and of leased heads (due), written once after the walk.
+local kd, kdGone, heads = {}, {}, {}
 local keys = redis.call('ZRANGEBYSCORE', KD, '-inf', now, 'LIMIT', 0, max * 4 + 16)
 for _, key in ipairs(keys) do
   if #run >= max then break end
@@ -86,96 +177,119 @@ for _, key in ipairs(keys) do
   local h = redis.call('HMGET', H, 'pk', 'lease', 'last', 'order')
   local last = h[3]
   local busy = nil
+  -- The last holder's entry is gone: its pk, lease and order leave H (replaced by the next head's).
+  local freed, raised = false, false
   if h[1] then
     local hf = redis.call('HMGET', P .. 'e:' .. h[1], 'state', 'lease', 'leaseUntil')
     if hf[1] == 'waiting' and hf[2] == h[2] and tonumber(hf[3]) > now then
       busy = tonumber(hf[3])
     elseif not hf[1] then
-      -- The last holder's entry is gone: completed, unless purged as a dead letter. Every run is
-      -- a holder's, so this sees every completion: its order is what a later, older arrival is
-      -- late against.
+      -- Completed, unless purged as a dead letter. Every run is a holder's, so this sees every
+      -- completion: its order is what a later, older arrival is late against.
       local v = redis.call('GET', P .. 'k:' .. h[1])
       if v and v ~= 'p:purged' and h[4] and (not last or h[4] > last) then
         last = h[4]
-        redis.call('HSET', H, 'last', last)
+        raised = true
       end
-      redis.call('HDEL', H, 'pk', 'lease', 'order')
-      redis.call('PEXPIRE', H, retention)
+      freed = true
+      -- Its member goes now, so the walk below starts at the next one.
+      if h[4] then redis.call('ZREM', O, h[4] .. '|' .. h[1]) end
     end
   end
   local chosen, nextAt = nil, nil
   if not busy then
-    for _, m in ipairs(redis.call('ZRANGE', O, 0, 31)) do
-      local pk = string.sub(m, W + 2)
-      local f = redis.call('HMGET', P .. 'e:' .. pk, 'state', 'lease', 'leaseUntil', 'okey', 'ostrict')
-      if not f[1] or f[1] == 'dead' or f[4] ~= key then
-        -- Completed, buried, purged or placed again elsewhere: no longer of this key.
-        redis.call('ZREM', O, m)
-      elseif f[2] and f[2] ~= '' and tonumber(f[3]) > now then
-        busy = tonumber(f[3])
-        break
-      else
-        local score = tonumber(redis.call('ZSCORE', KEYS[1], pk)) or 0
-        if score < PARK and score > now then
-          -- Retrying: a strict head holds the key until then; otherwise later ones pass.
-          if not nextAt or score < nextAt then nextAt = score end
-          if f[5] == '1' then break end
-        else
-          chosen = { pk = pk, order = string.sub(m, 1, W) }
+    -- The first few members, then the rest of the first thirty-two if those did not decide:
+    -- the head is nearly always the first.
+    local seen, removed, size, decided = 0, 0, 4, false
+    while size > 0 and not decided do
+      local members = redis.call('ZRANGE', O, seen - removed, seen - removed + size - 1)
+      -- ZREM below moves later members up a rank: the next page starts "removed" earlier.
+      if #members < size then size = 0 else size = 32 - seen - #members end
+      for _, m in ipairs(members) do
+        seen = seen + 1
+        local pk = string.sub(m, W + 2)
+        -- The reply row's fields with the state: the member met is nearly always the one run.
+        local f = redis.call('HMGET', P .. 'e:' .. pk, ${FIELDS}, 'state', 'lease', 'leaseUntil', 'okey', 'ostrict')
+        if not f[14] or f[14] == 'dead' or f[17] ~= key then
+          -- Completed, buried, purged or placed again elsewhere: no longer of this key.
+          redis.call('ZREM', O, m)
+          removed = removed + 1
+        elseif f[15] and f[15] ~= '' and tonumber(f[16]) > now then
+          busy = tonumber(f[16])
+          decided = true
           break
+        else
+          -- Never failed (attempts 0): parked, or due now after a lease ended or was handed
+          -- back; only a failed one can be waiting for a retry time.
+          local score = 0
+          if f[9] ~= '0' then score = tonumber(redis.call('ZSCORE', KEYS[1], pk)) or 0 end
+          if score < PARK and score > now then
+            -- Retrying: a strict head holds the key until then; otherwise later ones pass.
+            if not nextAt or score < nextAt then nextAt = score end
+            if f[18] == '1' then
+              decided = true
+              break
+            end
+          else
+            chosen = { pk = pk, order = string.sub(m, 1, W), row = f }
+            decided = true
+            break
+          end
         end
       end
     end
   end
   if busy then
-    redis.call('ZADD', KD, busy, key)
+    kd[#kd + 1] = busy
+    kd[#kd + 1] = key
   elseif chosen then
     local e = P .. 'e:' .. chosen.pk
     local lease = token .. '.r' .. (#run + 1)
-    local row = redis.call('HMGET', e, ${FIELDS})
-    row[11] = redis.call('HINCRBY', e, 'takes', 1)
-    redis.call('HSET', e, 'lease', lease, 'leaseUntil', now + vis)
-    redis.call('ZADD', KEYS[1], now + vis, chosen.pk)
-    redis.call('HSET', H, 'pk', chosen.pk, 'lease', lease, 'order', chosen.order)
+    local row = chosen.row
+    row[18] = nil
+    row[11] = (tonumber(row[11]) or 0) + 1
+    redis.call('HSET', e, 'takes', row[11], 'lease', lease, 'leaseUntil', now + vis)
+    heads[#heads + 1] = now + vis
+    heads[#heads + 1] = chosen.pk
+    if raised then
+      redis.call('HSET', H, 'pk', chosen.pk, 'lease', lease, 'order', chosen.order, 'last', last)
+    else
+      redis.call('HSET', H, 'pk', chosen.pk, 'lease', lease, 'order', chosen.order)
+    end
     redis.call('PEXPIRE', H, retention)
-    redis.call('ZADD', KD, now + vis, key)
+    freed = false
+    kd[#kd + 1] = now + vis
+    kd[#kd + 1] = key
     row[14] = lease
     row[15] = chosen.pk
     row[16] = key
     if last and chosen.order < last then row[17] = 1 else row[17] = 0 end
     run[#run + 1] = row
   elseif nextAt then
-    redis.call('ZADD', KD, nextAt, key)
+    kd[#kd + 1] = nextAt
+    kd[#kd + 1] = key
   elseif redis.call('ZCARD', O) == 0 then
-    redis.call('ZREM', KD, key)
+    kdGone[#kdGone + 1] = key
   else
     -- Thirty-two members met and none runnable nor waiting: looked at again shortly.
-    redis.call('ZADD', KD, now + 1000, key)
+    kd[#kd + 1] = now + 1000
+    kd[#kd + 1] = key
+  end
+  if freed then
+    redis.call('HDEL', H, 'pk', 'lease', 'order')
+    if raised then redis.call('HSET', H, 'last', last) end
+    redis.call('PEXPIRE', H, retention)
   end
 end
-return { 'run', run }`
+many('ZADD', KEYS[1], heads)
+many('ZADD', KD, kd)
+many('ZREM', KD, kdGone)
+return { 'run', run }`)
 
 // ARGV: prefix, then per delivery: primary key, lease, key, order, strict ('1' or '0'). Replies
 // 1 or 0 each (0: the placing lease was lost).
-export const PLACE = `${PRELUDE}
-local PARK = ${PARK}
-local now = clock()
-local out = {}
-for i = 2, #ARGV, 5 do
-  local pk, lease, key, order = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  local e = P .. 'e:' .. pk
-  if held(e, lease, now) and not redis.call('HGET', e, 'okey') then
-    redis.call('HSET', e, 'okey', key, 'oorder', order, 'ostrict', ARGV[i + 4], 'lease', '', 'leaseUntil', 0)
-    redis.call('ZADD', KEYS[1], PARK + now, pk)
-    redis.call('ZREM', P .. 'placing', pk)
-    redis.call('ZADD', P .. 'o:' .. key, 0, order .. '|' .. pk)
-    redis.call('ZADD', P .. 'okdue', now, key)
-    out[#out + 1] = 1
-  else
-    out[#out + 1] = 0
-  end
-end
-return out`
+export const PLACE = sent(`${PRELUDE}${MANY}${PLACE_ALL}
+return placeAll(2, #ARGV, clock())`)
 
 // ARGV: prefix, want, perSecond ('' for no limit), burst. Replies granted, waitMs, paused (0/1),
 // by, since, version. The bucket refills by the server clock, so workers whose clocks disagree share one rate.
@@ -223,3 +337,21 @@ return { 0, '', 0, version }`
 // ARGV: prefix. Replies paused, by, since, version, perSecond.
 export const FLOW = `local f = redis.call('HMGET', ARGV[1] .. 'flow', 'paused', 'by', 'since', 'version', 'perSecond')
 return { f[1] == '1' and 1 or 0, f[2] or '', tonumber(f[3]) or 0, tonumber(f[4]) or 0, f[5] or '' }`
+
+// ARGV: prefix, this worker's mode, the other mode, worker id, ttlMs. Replies 1 (marked) or 0 (a
+// worker of the other mode runs: nothing written). One script, so two workers of different modes
+// starting at the same moment cannot both be marked.
+export const CLAIM_MODE = `${PRELUDE}
+local now = clock()
+local mine, other = P .. 'mode:' .. ARGV[2], P .. 'mode:' .. ARGV[3]
+redis.call('ZREMRANGEBYSCORE', other, '-inf', now)
+if redis.call('ZCARD', other) > 0 then return 0 end
+local ttl = tonumber(ARGV[5])
+redis.call('ZREMRANGEBYSCORE', mine, '-inf', now)
+redis.call('ZADD', mine, now + ttl, ARGV[4])
+redis.call('PEXPIRE', mine, ttl)
+return 1`
+
+// ARGV: prefix, mode, worker id.
+export const RELEASE_MODE = `redis.call('ZREM', ARGV[1] .. 'mode:' .. ARGV[2], ARGV[3])
+return 1`

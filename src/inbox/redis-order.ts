@@ -1,24 +1,30 @@
 /**
- * RedisInbox's ordering and flow control: the calls of src/contracts/ordering.ts over the scripts
- * of src/inbox/redis-order-scripts.ts. Kept apart from the inbox class, which hands it its
- * script runner (deadline, retries, error kinds) and its row reader.
+ * RedisInbox's ordering, flow control and workers' mode: the calls of src/contracts/ordering.ts
+ * over the scripts of src/inbox/redis-order-scripts.ts. Kept apart from the inbox class, which
+ * hands it its script runner (deadline, retries, error kinds) and its row reader.
  */
 import type { InboxEntry } from '../contracts/inbox.js'
-import type { Admission, OrderedEntry, OrderedTake, PauseState, Placement } from '../contracts/ordering.js'
-import { ADMIT, FLOW, PLACE, REFUND, SET_PAUSE, TAKE_ORDERED } from './redis-order-scripts.js'
+import type { Admission, OrderedEntry, OrderedTake, PauseState, Placement, WorkerMode } from '../contracts/ordering.js'
+import { ADMIT, CLAIM_MODE, FLOW, PLACE, REFUND, RELEASE_MODE, SET_PAUSE, TAKE_ORDERED } from './redis-order-scripts.js'
 import { EXTRA, RELEASE } from './redis-scripts.js'
 
 /** Runs a script of the inbox (prefix added), within its deadline. */
 type Call = (what: string, script: string, args: string[] | (() => string[]), onLate?: (late: unknown) => void) => Promise<unknown>
 
-/** Unplaced deliveries handed out to be placed per ordered take. */
-const PLACE_BATCH = 200
+/**
+ * Unplaced deliveries handed out to be placed per ordered take (and fewer once their bodies pass
+ * 4 MiB): each batch is a round trip every worker waits behind while deliveries are unplaced.
+ */
+const PLACE_BATCH = 500
 
 const decoder = new TextDecoder()
 const text = (value: unknown): string => (value instanceof Uint8Array ? decoder.decode(value) : String(value ?? ''))
 const list = (value: unknown): unknown[] => (Array.isArray(value) ? value : [])
 
 export class RedisOrder {
+  /** A placed batch rides on the next ordered take (TAKE_ORDERED places it first). */
+  readonly placesInTake = true
+
   constructor(
     private readonly call: Call,
     /** A reply row (FIELDS, lease, primary key) as an entry; undefined when it cannot be read. */
@@ -26,7 +32,7 @@ export class RedisOrder {
     private readonly retentionMs: () => number,
   ) {}
 
-  async takeOrdered(max: number, visibilityMs: number, { placeLeaseMs, poke }: { placeLeaseMs: number; poke: readonly string[] }): Promise<OrderedTake> {
+  async takeOrdered(max: number, visibilityMs: number, { placeLeaseMs, poke, placements = [] }: { placeLeaseMs: number; poke: readonly string[]; placements?: readonly Placement[] }): Promise<OrderedTake> {
     const wanted = Math.max(0, Math.min(1000, Math.floor(max)))
     const args = () => [
       String(wanted),
@@ -37,6 +43,8 @@ export class RedisOrder {
       String(Math.ceil(this.retentionMs())),
       String(poke.length),
       ...poke,
+      String(placements.length),
+      ...placementArgs(placements),
     ]
     const reply = list(
       await this.call('takeOrdered', TAKE_ORDERED, args, (late) => {
@@ -52,20 +60,23 @@ export class RedisOrder {
     const kind = text(reply[0])
     if (kind === 'busy') return { place: [], run: [], busy: true }
     const rows = list(reply[1])
-    if (kind === 'place') return { place: rows.flatMap((row) => this.entryOf(row) ?? []), run: [], busy: false }
+    if (kind === 'place') return { place: rows.flatMap((row) => placing(row) ?? []), run: [], busy: false }
     const run: OrderedEntry[] = []
     for (const row of rows) {
-      const entry = this.entryOf(row)
+      // Set on the fresh entry, not copied: this runs for every head taken.
+      const entry = this.entryOf(row) as OrderedEntry | undefined
+      if (entry === undefined) continue
       const fields = list(row)
-      if (entry) run.push({ ...entry, orderKey: text(fields[EXTRA + 2]), late: Number(fields[EXTRA + 3]) === 1 })
+      entry.orderKey = text(fields[EXTRA + 2])
+      entry.late = Number(fields[EXTRA + 3]) === 1
+      run.push(entry)
     }
     return { place: [], run, busy: false }
   }
 
   async place(placements: readonly Placement[]): Promise<boolean[]> {
     if (placements.length === 0) return []
-    const args = placements.flatMap(({ entry, key, order, strict }) => [entry.keys[0]!, entry.lease, key, order, strict ? '1' : '0'])
-    return list(await this.call('place', PLACE, args)).map((value) => Number(value) === 1)
+    return list(await this.call('place', PLACE, placementArgs(placements))).map((value) => Number(value) === 1)
   }
 
   async admit(want: number, rate?: { perSecond: number; burst: number }): Promise<Admission> {
@@ -82,11 +93,42 @@ export class RedisOrder {
     return Array.isArray(reply) ? pauseOf(reply) : undefined
   }
 
+  async claimMode(mode: WorkerMode, worker: string, ttlMs: number): Promise<boolean> {
+    const other: WorkerMode = mode === 'ordered' ? 'unordered' : 'ordered'
+    return Number(await this.call('claimMode', CLAIM_MODE, [mode, other, worker, String(Math.max(1, Math.ceil(ttlMs)))])) === 1
+  }
+
+  async releaseMode(mode: WorkerMode, worker: string): Promise<void> {
+    await this.call('releaseMode', RELEASE_MODE, [mode, worker])
+  }
+
   async flow(): Promise<{ pause: PauseState; perSecond?: number }> {
     const reply = list(await this.call('flow', FLOW, []))
     const perSecond = text(reply[4])
     return { pause: pauseOf(reply), ...(perSecond !== '' && { perSecond: Number(perSecond) }) }
   }
+}
+
+/**
+ * A delivery handed out to be placed, from its reply row (body, receivedAt, lease, primary key):
+ * only what placing reads (the body for the key function, the time received for the order, the
+ * primary key and the lease for PLACE) is fetched and filled in, the rest is blank. Placing a
+ * backlog reads every body once more, so the other fields are not carried twice.
+ */
+function placing(row: unknown): InboxEntry | undefined {
+  const [body, receivedAt, lease, pk] = list(row).map(text)
+  const received = Number(receivedAt)
+  if (!body || !pk || !Number.isFinite(received)) return undefined
+  // A copy, not Buffer.from's view: small Buffers share a pool with unrelated bytes.
+  const rawBody = new Uint8Array(Buffer.from(body, 'base64'))
+  return { keys: [pk], endpoint: '', id: '', timestamp: 0, signatureVersion: 'v2', secretIndex: 0, rawBody, receivedAt: received, attempts: 0, takes: 0, retriesSince: received, lease: lease! }
+}
+
+/** Five script arguments per placement: primary key, placing lease, key, order, strict. */
+function placementArgs(placements: readonly Placement[]): string[] {
+  const args: string[] = []
+  for (const { entry, key, order, strict } of placements) args.push(entry.keys[0]!, entry.lease, key, order, strict ? '1' : '0')
+  return args
 }
 
 /** paused (0/1), by, since, version as a PauseState. */

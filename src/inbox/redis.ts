@@ -63,8 +63,8 @@ import { budget, inboxDeadline, unchecked } from '../clients/deadline.js'
 import { isRedisCluster, requireHashTag } from '../clients/redis-keys.js'
 import { DEFAULT_PREFIX, LEGACY_PREFIX, legacyWarnings } from './redis-move.js'
 import { APPEND, BURY, COMPLETE, DEAD, EXTEND, EXTRA, PURGE, RELEASE, REQUEUE, RETRY, SETTINGS, STATS, TAKE } from './redis-scripts.js'
-import type { Admission, FlowEngine, OrderedTake, OrderingEngine, PauseState, Placement } from '../contracts/ordering.js'
 import { RedisOrder } from './redis-order.js'
+import { OrderedEngine } from './ordered-engine.js'
 import { flowStats } from './flow-stats.js'
 
 /** Options of {@link RedisInbox}. */
@@ -175,6 +175,20 @@ function readRow(row: unknown): Read | undefined {
   }
 }
 
+/**
+ * A read row as a taken entry: the counters and the lease are set on the row's own fresh delivery
+ * object rather than copied into a new one, as this runs for every delivery taken or placed.
+ */
+function takenEntry(read: Read, lease: string): InboxEntry {
+  const entry = read.delivery as InboxEntry
+  entry.attempts = read.attempts
+  entry.takes = read.takes
+  entry.retriesSince = read.retriesSince
+  entry.lease = lease
+  if (read.lastError !== undefined) entry.lastError = read.lastError
+  return entry
+}
+
 function rows(reply: unknown): unknown[] {
   return Array.isArray(reply) ? reply : []
 }
@@ -206,21 +220,22 @@ function infoField(info: unknown, field: string): string | undefined {
  * app.post('/webhooks/svc', webhooks({ secret, inbox }))
  * createInboxWorker({ inbox, on: { 'message.received': save } }).start()
  */
-export class RedisInbox implements WebhookInbox, OrderingEngine, FlowEngine {
+export class RedisInbox extends OrderedEngine implements WebhookInbox {
   readonly prefix: string
   readonly retentionMs: number
   readonly timeoutMs: number
   private readonly run: Run
   private readonly read: Run
   private readonly due: string
-  /** Ordering and flow control (src/inbox/redis-order.ts), over this inbox's script runner. */
-  private readonly order = new RedisOrder(
+  /**
+   * Ordering, flow control and the workers' mode (src/inbox/redis-order.ts), over this inbox's
+   * script runner; the calls themselves are {@link OrderedEngine}'s.
+   */
+  protected readonly order = new RedisOrder(
     (what, script, args, onLate) => this.call(what, script, args, onLate),
     (row) => {
       const read = readRow(row)
-      if (read === undefined) return undefined
-      const [lease] = this.leaseOf(row)
-      return { ...read.delivery, attempts: read.attempts, takes: read.takes, retriesSince: read.retriesSince, lease, ...(read.lastError !== undefined ? { lastError: read.lastError } : {}) }
+      return read === undefined ? undefined : takenEntry(read, this.leaseOf(row)[0])
     },
     () => this.retentionMs,
   )
@@ -229,6 +244,7 @@ export class RedisInbox implements WebhookInbox, OrderingEngine, FlowEngine {
   readonly replicas: number
 
   constructor({ client, prefix = DEFAULT_PREFIX, retentionMs = DEFAULT_RETENTION_MS, timeoutMs = 2000, replicas }: RedisInboxOptions) {
+    super()
     if (typeof prefix !== 'string') throw new TypeError('svc-webhooks: RedisInbox `prefix` must be a string.')
     this.replicas = replicasOption(replicas, client, 'RedisInbox')
     this.run = adapt(client, 'RedisInbox', { replicas: this.replicas, fenceKey: `${prefix}fence` })
@@ -296,8 +312,7 @@ export class RedisInbox implements WebhookInbox, OrderingEngine, FlowEngine {
         this.quarantine(pk, lease)
         continue
       }
-      const { delivery, attempts, takes, retriesSince, lastError } = read
-      entries.push({ ...delivery, attempts, takes, retriesSince, lease, ...(lastError !== undefined ? { lastError } : {}) })
+      entries.push(takenEntry(read, lease))
     }
     return entries
   }
@@ -396,25 +411,5 @@ export class RedisInbox implements WebhookInbox, OrderingEngine, FlowEngine {
     const [paused, by, perSecond] = rows(reply[4]).map((value) => (present(value) ? text(value) : ''))
     const flow = { pause: { paused: paused === '1', version: 0, ...(by ? { by } : {}) }, ...(perSecond ? { perSecond: Number(perSecond) } : {}) }
     return { depth: depth ?? 0, oldestAgeMs: oldestAgeMs ?? 0, retrying: retrying ?? 0, dead: dead ?? 0, ...flowStats(flow) }
-  }
-
-  // Order within a conversation and flow control (src/contracts/ordering.ts), kept in redis-order.ts.
-  takeOrdered(max: number, visibilityMs: number, options: { placeLeaseMs: number; poke: readonly string[] }): Promise<OrderedTake> {
-    return this.order.takeOrdered(max, visibilityMs, options)
-  }
-  place(placements: readonly Placement[]): Promise<boolean[]> {
-    return this.order.place(placements)
-  }
-  admit(want: number, rate?: { perSecond: number; burst: number }): Promise<Admission> {
-    return this.order.admit(want, rate)
-  }
-  refund(tokens: number, rate: { perSecond: number; burst: number }): Promise<void> {
-    return this.order.refund(tokens, rate)
-  }
-  setPause(paused: boolean, by?: string, expected?: number): Promise<PauseState | undefined> {
-    return this.order.setPause(paused, by, expected)
-  }
-  flow(): Promise<{ pause: PauseState; perSecond?: number }> {
-    return this.order.flow()
   }
 }

@@ -31,6 +31,7 @@ import type { ReplayResult, WebhookHistory } from '../history/types.js'
 import type { OrderingEngine } from '../contracts/ordering.js'
 import { OrderedTaker, resolveOrdering, type OrderingOption } from './ordering.js'
 import { FlowGate, resolveRate, type RateLimit } from './flow.js'
+import { ModeGate } from './worker-mode.js'
 
 export { retryDelay, type InboxWorkerResult } from './process.js'
 
@@ -389,6 +390,8 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
   const flow = new FlowGate(inbox, resolveRate(options.rateLimit, inbox), lines.once)
   // A worker that dies while placing holds up every key's heads for this long: kept short.
   const taker = ordering && new OrderedTaker(inbox as unknown as OrderingEngine, ordering, Math.min(PLACE_LEASE_MS, settings.visibilityTimeoutMs))
+  // Ordered and unordered workers never run side by side on one inbox (see worker-mode.ts).
+  const mode = new ModeGate(inbox, ordering ? 'ordered' : 'unordered', settings.visibilityTimeoutMs, (text) => lines.say('mixed_ordering', text), inboxError)
 
   const policy: ProcessPolicy = {
     handlers: on as Record<string, WebhookHandler<unknown> | undefined>,
@@ -566,6 +569,10 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
         await Promise.race(active)
         continue
       }
+      if (!(await mode.allowed())) {
+        if (running) await pause(settings.pollIntervalMs)
+        continue
+      }
       let entries: InboxEntry[]
       let waitMs: number | undefined
       const askedAt = now()
@@ -625,6 +632,7 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
       if (!started) warnAtStart()
       started = true
       running = true
+      mode.start()
       loop = run()
       if (options.watch) watching = options.watch.start({ inbox, ...(store && { store }) }, lines.once)
     },
@@ -643,6 +651,7 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
         await Promise.all(active)
       })(), timeout])
       clearTimeout(timer)
+      await mode.stop()
       if (timedOut) for (const lease of leases) lease.controller.abort(Object.assign(new Error('the worker stopped before this handler finished'), { name: 'AbortError' }))
       lines.flush()
     },

@@ -6,7 +6,7 @@
 // mid-run. Returns what was recorded, checked against the rules (tools/order/check.mjs), and the
 // figures. Used by test/inbox/ordering-processes.test.ts (scaled down), scripts/order-run.mjs
 // (full size) and bench/order.mjs (throughput, no failures).
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -31,6 +31,22 @@ export function messageBody(c, index, tag = '') {
       message: { chat_id: `chat-${c}`, created_at: `${created}${String(index % 1000).padStart(3, '0')}+00:00`, from: '+15550000000', id: `msg-${c}-${index}`, sender_type: 'customer', text: `message ${index}` },
     }),
   )
+}
+
+/**
+ * CPU a process has used so far (user + system, ms), read from /proc; undefined where there is
+ * none (not Linux) or the process is gone.
+ *
+ * @param {number | undefined} pid
+ * @returns {number | undefined}
+ */
+export function cpuMsOf(pid) {
+  if (pid === undefined || !existsSync(`/proc/${pid}/stat`)) return undefined
+  // Fields after the command (which may hold spaces): utime and stime are the 12th and 13th.
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+  const ticks = Number(fields[11]) + Number(fields[12])
+  // Clock ticks are 100 per second on Linux.
+  return Number.isFinite(ticks) ? ticks * 10 : undefined
 }
 
 /** A Fisher–Yates shuffle (in place). */
@@ -191,6 +207,8 @@ export async function runOrderedProcesses(options) {
     finished,
     problems,
     workerErrors: stopped.map((s) => s.error).filter(Boolean),
+    /** CPU the worker processes used, start-up included (undefined for one that printed none). */
+    workerCpuMs: stopped.every((s) => typeof s.cpuMs === 'number') ? stopped.reduce((sum, s) => sum + s.cpuMs, 0) : undefined,
     figures: {
       deliveries: planned.length,
       conversations,

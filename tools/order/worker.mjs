@@ -5,7 +5,8 @@
 // Config by environment: ORDER_ENGINE (redis | postgres), ORDER_URL, ORDER_LOG, ORDER_ORDERED
 // ('0': no ordering), ORDER_FAIL_RATE, ORDER_POISON (comma-separated ids), ORDER_CONCURRENCY,
 // ORDER_VISIBILITY_MS, ORDER_HANDLER_MS, ORDER_RATE (rateLimit.perSecond; none when empty),
-// ORDER_MAX_RETRY_AGE_MS. Prints "READY" once taking deliveries.
+// ORDER_MAX_RETRY_AGE_MS. Prints "READY" once taking deliveries, and on SIGTERM, once stopped,
+// "STATS {"cpuMs": ...}" (the CPU this process used, for bench/order.mjs).
 import { appendFileSync } from 'node:fs'
 import { byConversation, createInboxWorker } from 'svc-webhooks'
 import { openInbox } from '../soak/engines.mjs'
@@ -71,6 +72,8 @@ process.stdout.write('READY\n')
 process.on('SIGTERM', () => {
   worker.stop(5000).then(async () => {
     await close()
+    const cpu = process.cpuUsage()
+    process.stdout.write(`STATS ${JSON.stringify({ cpuMs: Math.round((cpu.user + cpu.system) / 1000) })}\n`)
     process.exit(0)
   })
 })

@@ -1,0 +1,52 @@
+/**
+ * The ordering and flow-control calls of an inbox class (src/contracts/ordering.ts), written
+ * once: an engine keeps them in a part of its own (RedisOrder, PostgresOrder) and its inbox
+ * class extends {@link OrderedEngine}, which hands each call to that part. The inbox class stays
+ * about appending, taking and acknowledging; the part about its scripts or statements.
+ */
+import type { Admission, FlowEngine, ModeEngine, OrderedTake, OrderingEngine, PauseState, Placement, WorkerMode } from '../contracts/ordering.js'
+
+/** What an engine's ordering part offers: the calls below, `claimMode` and `placesInTake` where it can. */
+export type OrderingPart = OrderingEngine & FlowEngine & Partial<ModeEngine>
+
+/**
+ * The base of an inbox whose ordering and flow control live in `order`.
+ *
+ * @example
+ * export class RedisInbox extends OrderedEngine implements WebhookInbox {
+ *   protected readonly order = new RedisOrder(...)
+ * }
+ */
+export abstract class OrderedEngine implements OrderingEngine, FlowEngine, ModeEngine {
+  /** The part that keeps order, the pause flag, the token bucket and the workers' mode. */
+  protected abstract readonly order: OrderingPart
+
+  get placesInTake(): boolean {
+    return this.order.placesInTake === true
+  }
+  takeOrdered(max: number, visibilityMs: number, options: { placeLeaseMs: number; poke: readonly string[]; placements?: readonly Placement[] }): Promise<OrderedTake> {
+    return this.order.takeOrdered(max, visibilityMs, options)
+  }
+  place(placements: readonly Placement[]): Promise<boolean[]> {
+    return this.order.place(placements)
+  }
+  admit(want: number, rate?: { perSecond: number; burst: number }): Promise<Admission> {
+    return this.order.admit(want, rate)
+  }
+  refund(tokens: number, rate: { perSecond: number; burst: number }): Promise<void> {
+    return this.order.refund(tokens, rate)
+  }
+  setPause(paused: boolean, by?: string, expected?: number): Promise<PauseState | undefined> {
+    return this.order.setPause(paused, by, expected)
+  }
+  flow(): Promise<{ pause: PauseState; perSecond?: number }> {
+    return this.order.flow()
+  }
+  /** An engine part without `claimMode` cannot tell: every worker may run. */
+  claimMode(mode: WorkerMode, worker: string, ttlMs: number): Promise<boolean> {
+    return this.order.claimMode ? this.order.claimMode(mode, worker, ttlMs) : Promise.resolve(true)
+  }
+  releaseMode(mode: WorkerMode, worker: string): Promise<void> {
+    return this.order.releaseMode ? this.order.releaseMode(mode, worker) : Promise.resolve()
+  }
+}
