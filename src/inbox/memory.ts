@@ -15,7 +15,7 @@ import {
   type WebhookInbox,
 } from '../contracts/inbox.js'
 import { DEFAULT_RETENTION_MS } from '../contracts/store.js'
-import type { Admission, FlowEngine, OrderedEntry, OrderedTake, OrderingEngine, PauseState, Placement } from '../contracts/ordering.js'
+import type { Admission, FlowEngine, ModeEngine, OrderedEntry, OrderedTake, OrderingEngine, PauseState, Placement, WorkerMode } from '../contracts/ordering.js'
 import { TokenBucket } from './token-bucket.js'
 import { flowStats } from './flow-stats.js'
 
@@ -52,7 +52,7 @@ interface KeyState {
  * app.post('/webhooks/svc', webhooks({ secret, inbox }))
  * createInboxWorker({ inbox, on: { 'message.received': save } }).start()
  */
-export class MemoryInbox implements WebhookInbox, OrderingEngine, FlowEngine {
+export class MemoryInbox implements WebhookInbox, OrderingEngine, FlowEngine, ModeEngine {
   private readonly retentionMs: number
   private readonly now: () => number
   /** Keys accepted (expiry Infinity until processed) or processed (expiry set). */
@@ -66,6 +66,8 @@ export class MemoryInbox implements WebhookInbox, OrderingEngine, FlowEngine {
   private readonly ordered = new Map<string, KeyState>()
   private pause: PauseState = { paused: false, version: 0 }
   private readonly bucket = new TokenBucket()
+  /** The running workers' modes: `mode worker` → until when (src/inbox/worker-mode.ts). */
+  private readonly modes = new Map<string, { mode: WorkerMode; until: number }>()
 
   constructor({ retentionMs = DEFAULT_RETENTION_MS, now = Date.now }: InboxOptions = {}) {
     if (!(retentionMs > 0)) throw new TypeError('svc-webhooks: MemoryInbox `retentionMs` must be a positive number.')
@@ -251,6 +253,18 @@ export class MemoryInbox implements WebhookInbox, OrderingEngine, FlowEngine {
 
   async flow(): Promise<{ pause: PauseState; perSecond?: number }> {
     return { pause: { ...this.pause }, ...(this.bucket.perSecond !== undefined && { perSecond: this.bucket.perSecond }) }
+  }
+
+  async claimMode(mode: WorkerMode, worker: string, ttlMs: number): Promise<boolean> {
+    const now = this.now()
+    for (const [id, mark] of this.modes) if (mark.until < now) this.modes.delete(id)
+    for (const mark of this.modes.values()) if (mark.mode !== mode) return false
+    this.modes.set(`${mode} ${worker}`, { mode, until: now + ttlMs })
+    return true
+  }
+
+  async releaseMode(mode: WorkerMode, worker: string): Promise<void> {
+    this.modes.delete(`${mode} ${worker}`)
   }
 
   private entryOf(held: Held): InboxEntry {

@@ -36,6 +36,8 @@
  * - `<table>_flow`: one row: the pause flag with its `version` (written only if unchanged), and
  *   the token bucket (`tokens`, `refilled_at`, `per_second`), all updated by single statements
  *   that lock the row, so every worker shares one rate.
+ * - `<table>_modes`: each running worker's mode (ordered or not) until a time it renews;
+ *   `<table>_claim_mode` marks one unless a live mark of the other mode exists.
  */
 import { quoteTable } from '../clients/postgres.js'
 
@@ -50,6 +52,9 @@ export interface OrderNames {
   freed: string
   /** The ordered take's function. */
   take: string
+  /** The workers' mode marks (src/inbox/worker-mode.ts) and the function that claims one. */
+  modes: string
+  claimMode: string
   base: string
 }
 
@@ -61,6 +66,8 @@ export function orderNames(table: string): OrderNames {
     trigger: quoteTable(`${table}_order_done`, 'PostgresInbox'),
     freed: quoteTable(`${table}_order_free`, 'PostgresInbox'),
     take: quoteTable(`${table}_take_ordered`, 'PostgresInbox'),
+    modes: quoteTable(`${table}_modes`, 'PostgresInbox'),
+    claimMode: quoteTable(`${table}_claim_mode`, 'PostgresInbox'),
     base: table.split('.').pop()!,
   }
 }
@@ -72,7 +79,7 @@ export function orderNames(table: string): OrderNames {
  * calls ensureTable() and change nothing once done.
  */
 export function createOrderingSql(table: string): string {
-  const { deliveries: d, order: o, flow: f, trigger: t, freed, base } = orderNames(table)
+  const { deliveries: d, order: o, flow: f, trigger: t, freed, modes, claimMode, base } = orderNames(table)
   const wake = (key: string, last: string) => `INSERT INTO ${o} AS o (order_key, last, ready_at) VALUES (${key}, ${last}, now())
     ON CONFLICT (order_key) DO UPDATE SET last = GREATEST(o.last, EXCLUDED.last), ready_at = now(), updated_at = now();`
   return `DO $$ BEGIN
@@ -113,6 +120,25 @@ CREATE TABLE IF NOT EXISTS ${f} (
   last_granted integer NOT NULL DEFAULT 0
 );
 INSERT INTO ${f} (id) VALUES (1) ON CONFLICT (id) DO NOTHING;
+CREATE TABLE IF NOT EXISTS ${modes} (
+  mode text NOT NULL,
+  worker text NOT NULL,
+  until timestamptz NOT NULL,
+  PRIMARY KEY (mode, worker)
+);
+CREATE OR REPLACE FUNCTION ${claimMode}(p_mode text, p_worker text, p_ttl_ms float8) RETURNS boolean LANGUAGE plpgsql AS $fn$
+BEGIN
+  -- One claim at a time (the flow row's lock), and each statement below sees the claims committed
+  -- before it: two workers of different modes starting at once cannot both mark.
+  PERFORM 1 FROM ${f} WHERE id = 1 FOR UPDATE;
+  DELETE FROM ${modes} WHERE until < clock_timestamp();
+  IF EXISTS (SELECT 1 FROM ${modes} WHERE mode <> p_mode) THEN
+    RETURN false;
+  END IF;
+  INSERT INTO ${modes} (mode, worker, until) VALUES (p_mode, p_worker, clock_timestamp() + p_ttl_ms * interval '1 millisecond')
+  ON CONFLICT (mode, worker) DO UPDATE SET until = EXCLUDED.until;
+  RETURN true;
+END $fn$;
 CREATE OR REPLACE FUNCTION ${t}() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
   IF OLD.order_key IS NOT NULL AND OLD.state = 'queued' THEN
@@ -327,10 +353,10 @@ function columns(alias: string): string {
   return `${entryColumns(alias, { dead: false })}, ${alias}.order_key, ${alias}.order_at`
 }
 
-export type OrderStatements = Record<'take' | 'place' | 'admit' | 'read' | 'refund' | 'setPause', string>
+export type OrderStatements = Record<'take' | 'place' | 'admit' | 'read' | 'refund' | 'setPause' | 'claimMode' | 'releaseMode', string>
 
 export function orderStatements(table: string): OrderStatements {
-  const { deliveries: d, order: o, flow: f, take: takeFunction } = orderNames(table)
+  const { deliveries: d, order: o, flow: f, take: takeFunction, modes, claimMode } = orderNames(table)
   const avail = `LEAST($3::float8, COALESCE(t.tokens + GREATEST(0, extract(epoch FROM now() - t.refilled_at)) * $2::float8, $3::float8))`
   const granted = `GREATEST(0, LEAST($1::float8, floor(${avail})))`
   const pause = `t.paused, t.paused_by, COALESCE((extract(epoch FROM t.paused_since) * 1000)::float8, 0) AS since_ms, t.version`
@@ -368,5 +394,9 @@ RETURNING ${pause}, t.last_granted AS granted, t.tokens`,
   paused_since = CASE WHEN $1::boolean THEN now() END, version = t.version + 1
 WHERE t.id = 1 AND ($3::bigint IS NULL OR t.version = $3::bigint)
 RETURNING ${pause}`,
+    // $1 mode, $2 worker, $3 ttl ms.
+    claimMode: `SELECT ${claimMode}($1::text, $2::text, $3::float8) AS claimed`,
+    // $1 mode, $2 worker.
+    releaseMode: `DELETE FROM ${modes} WHERE mode = $1 AND worker = $2`,
   }
 }

@@ -4,7 +4,7 @@
  * its deadline-bound runner and its row reader.
  */
 import type { InboxEntry } from '../contracts/inbox.js'
-import type { Admission, OrderedEntry, OrderedTake, PauseState, Placement } from '../contracts/ordering.js'
+import type { Admission, OrderedEntry, OrderedTake, PauseState, Placement, WorkerMode } from '../contracts/ordering.js'
 import { orderStatements, type OrderStatements } from './postgres-order-sql.js'
 
 /** Unplaced deliveries handed out to be placed per ordered take. */
@@ -88,6 +88,15 @@ export class PostgresOrder {
   async setPause(paused: boolean, by?: string, expected?: number): Promise<PauseState | undefined> {
     const { rows } = await this.host.run('setPause', () => this.host.query(this.sql.setPause, [paused, by ?? null, expected ?? null]))
     return rows[0] ? pauseOf(rows[0] as PauseRow) : undefined
+  }
+
+  async claimMode(mode: WorkerMode, worker: string, ttlMs: number): Promise<boolean> {
+    const { rows } = await this.host.run('claimMode', () => this.host.query(this.sql.claimMode, [mode, worker, Math.max(1, Math.ceil(ttlMs))]))
+    return (rows[0] as { claimed: boolean } | undefined)?.claimed === true
+  }
+
+  async releaseMode(mode: WorkerMode, worker: string): Promise<void> {
+    await this.host.run('releaseMode', () => this.host.query(this.sql.releaseMode, [mode, worker]))
   }
 
   async flow(): Promise<{ pause: PauseState; perSecond?: number }> {

@@ -69,7 +69,7 @@ import {
   type WebhookInbox,
 } from '../contracts/inbox.js'
 import { DEFAULT_RETENTION_MS } from '../contracts/store.js'
-import type { Admission, FlowEngine, OrderedTake, OrderingEngine, PauseState, Placement } from '../contracts/ordering.js'
+import { OrderedEngine } from './ordered-engine.js'
 import { PostgresOrder } from './postgres-order.js'
 import { orderMaintenanceSql } from './postgres-order-sql.js'
 import { flowStats } from './flow-stats.js'
@@ -175,17 +175,18 @@ function delivery(row: Row): InboxDelivery {
  * app.post('/webhooks/svc', webhooks({ secret, inbox }))
  * createInboxWorker({ inbox, on: { 'message.received': save } }).start()
  */
-export class PostgresInbox implements WebhookInbox, OrderingEngine, FlowEngine {
+export class PostgresInbox extends OrderedEngine implements WebhookInbox {
   readonly table: string
   readonly retentionMs: number
   readonly timeoutMs: number
   private readonly pool: PostgresPool
   private readonly sql: Statements
   /** Ordering and flow control (src/inbox/postgres-order.ts). */
-  private readonly order: PostgresOrder
+  protected readonly order: PostgresOrder
   private readonly maintenance: Maintenance
 
   constructor({ pool, client, table = DEFAULT_TABLE, retentionMs = DEFAULT_RETENTION_MS, timeoutMs = 2000, ...maintenance }: PostgresInboxOptions) {
+    super()
     if (client !== undefined) {
       throw new TypeError(
         'svc-webhooks: PostgresInbox takes `pool` (new pg.Pool(...)), not `client`: a pg.Client does not reconnect after the database restarts, so every later operation would fail. For one connection pass new pg.Pool({ ..., max: 1 }).',
@@ -376,26 +377,6 @@ export class PostgresInbox implements WebhookInbox, OrderingEngine, FlowEngine {
     const row = await this.first<{ depth: number; oldest_age_ms: number; retrying: number; dead: number; paused: boolean | null; paused_by: string | null; per_second: number | null }>('stats', this.sql.stats, [])
     const flow = { pause: { paused: row.paused === true, version: 0, ...(row.paused_by !== null ? { by: row.paused_by } : {}) }, ...(row.per_second !== null ? { perSecond: Number(row.per_second) } : {}) }
     return { depth: row.depth, oldestAgeMs: Math.round(row.oldest_age_ms), retrying: row.retrying, dead: row.dead, ...flowStats(flow) }
-  }
-
-  // Order within a conversation and flow control (src/contracts/ordering.ts), kept in postgres-order.ts.
-  takeOrdered(max: number, visibilityMs: number, options: { placeLeaseMs: number; poke: readonly string[] }): Promise<OrderedTake> {
-    return this.order.takeOrdered(max, visibilityMs, options)
-  }
-  place(placements: readonly Placement[]): Promise<boolean[]> {
-    return this.order.place(placements)
-  }
-  admit(want: number, rate?: { perSecond: number; burst: number }): Promise<Admission> {
-    return this.order.admit(want, rate)
-  }
-  refund(tokens: number, rate: { perSecond: number; burst: number }): Promise<void> {
-    return this.order.refund(tokens, rate)
-  }
-  setPause(paused: boolean, by?: string, expected?: number): Promise<PauseState | undefined> {
-    return this.order.setPause(paused, by, expected)
-  }
-  flow(): Promise<{ pause: PauseState; perSecond?: number }> {
-    return this.order.flow()
   }
 
   /** Runs one operation within the deadline, its failure an InboxError. */

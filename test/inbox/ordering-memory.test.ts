@@ -8,7 +8,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { MemoryInbox } from 'svc-webhooks'
 import { orderViolations } from '../../tools/order/check.mjs'
-import { runScenario, scenarios } from './support/ordering-run.js'
+import { runMixedWorkers, runScenario, scenarios } from './support/ordering-run.js'
 
 describe('ordering on MemoryInbox (properties)', () => {
   it('per key: in created_at order among those present, one at a time, each run once, late marked', async () => {
@@ -25,4 +25,8 @@ describe('ordering on MemoryInbox (properties)', () => {
       { numRuns: 40 },
     )
   }, 120_000)
+
+  it('a worker with `ordering` and one without on the same inbox: the later one takes nothing, says why, and goes on once the other stops', async () => {
+    await runMixedWorkers(new MemoryInbox())
+  }, 60_000)
 })

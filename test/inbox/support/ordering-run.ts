@@ -3,6 +3,7 @@
  * order, recording what the rules in tools/order/check.mjs are checked against.
  */
 import fc from 'fast-check'
+import { expect } from 'vitest'
 import { byConversation, createInboxWorker, type InboxDelivery, type OrderingEngine, type WebhookEvent, type WebhookInbox } from 'svc-webhooks'
 
 const encoder = new TextEncoder()
@@ -114,3 +115,59 @@ export const scenarios = fc
     }),
   )
 
+
+/**
+ * A worker with `ordering` and one without on `inbox`: the later one takes nothing, says why
+ * (its log line and a MixedOrderingError to onError), and goes on once the other stops.
+ */
+export async function runMixedWorkers(inbox: WebhookInbox & OrderingEngine): Promise<void> {
+    const ran = { ordered: [] as string[], unordered: [] as string[] }
+    const lines: string[] = []
+    const errors: unknown[] = []
+    const worker = (ordered: boolean) =>
+      createInboxWorker({
+        inbox,
+        ...(ordered && { ordering: byConversation }),
+        pollIntervalMs: 10,
+        visibilityTimeoutMs: 3000,
+        log: (line) => lines.push(line),
+        onError: (error) => errors.push(error),
+        on: { 'message.received': (_event, d) => void ran[ordered ? 'ordered' : 'unordered'].push(d.id) },
+      })
+    const until = async (done: () => boolean | Promise<boolean>) => {
+      for (let waited = 0; !(await done()); waited += 10) {
+        if (waited > 10_000) throw new Error('timed out')
+        await sleep(10)
+      }
+    }
+    const appendSome = async (tag: string, count: number) => {
+      for (let i = 0; i < count; i++) await inbox.append(delivery(`${tag}${i}`, body(`k-${tag}`, i), Date.now()))
+    }
+
+    const ordered = worker(true)
+    ordered.start()
+    await appendSome('a', 4)
+    await until(() => ran.ordered.length === 4)
+    const unordered = worker(false)
+    unordered.start()
+    await until(() => lines.some((line) => line.includes('a worker with `ordering` runs on this inbox, and this one has none')))
+    expect(errors.some((error) => (error as Error).name === 'MixedOrderingError')).toBe(true)
+    await appendSome('b', 4)
+    await until(async () => (await inbox.stats()).depth === 0)
+    // Every one ran under the ordered worker: the unordered one took nothing.
+    expect(ran.unordered).toEqual([])
+    expect(ran.ordered).toHaveLength(8)
+
+    // The ordered one stops (its mark goes with it): the unordered one goes on at once.
+    await ordered.stop()
+    await appendSome('c', 3)
+    await until(() => ran.unordered.length === 3)
+    // And now an ordered worker started beside it waits in turn.
+    const late = worker(true)
+    late.start()
+    await until(() => lines.some((line) => line.includes('a worker without `ordering` runs on this inbox, and this one has `ordering`')))
+    await unordered.stop()
+    await appendSome('d', 2)
+    await until(() => ran.ordered.length === 10)
+    await late.stop()
+}
