@@ -9,7 +9,7 @@
  *
  * Options: --rounds 4 --deliveries 30000.
  */
-import { createHmac, createSecretKey } from 'node:crypto'
+import { freshDeliveries } from './fresh-deliveries.mjs'
 import { startRedisServer } from '../tools/redis.mjs'
 
 const option = (name, fallback) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : fallback)
@@ -20,24 +20,13 @@ const SECRET = 'svc_whsec_YmVuY2gtc2VjcmV0LWh0dHAtMzItYnl0ZXMtLS0'
 const { createWebhookReceiver } = await import('svc-webhooks')
 const { MemoryHistory } = await import('svc-webhooks/history')
 const { RedisHistory } = await import('svc-webhooks/redis')
-const { signWebhook, sampleEvent } = await import('svc-webhooks/testing')
 const { default: Redis } = await import('ioredis')
 
 const redis = await startRedisServer()
 const client = new Redis(redis.url)
 try {
-  const key = createSecretKey(Buffer.from(SECRET, 'utf8'))
-  const first = await signWebhook({ secret: SECRET, event: sampleEvent('message.received'), id: 'warm' })
-  const base = { ...first.headers }
-  delete base['svc-webhook-signature']
-  let sequence = 0
-  const deliveries = () =>
-    Array.from({ length: N }, () => {
-      const timestamp = String(Math.floor(Date.now() / 1000))
-      const id = `evt_${sequence++}`
-      const v2 = createHmac('sha256', key).update(`${id}.${timestamp}.`).update(first.rawBody).digest('hex')
-      return { method: 'POST', headers: { ...base, 'svc-webhook-id': id, 'svc-webhook-timestamp': timestamp, 'svc-webhook-signature-v2': `v2=${v2}` }, body: first.rawBody }
-    })
+  const fresh = await freshDeliveries(SECRET)
+  const deliveries = () => Array.from({ length: N }, () => ({ method: 'POST', headers: fresh.headers(), body: fresh.rawBody }))
   const histories = { none: undefined, MemoryHistory: new MemoryHistory(), RedisHistory: new RedisHistory({ client, prefix: '{bench-cost}:' }) }
   const receivers = Object.fromEntries(
     Object.entries(histories).map(([name, history]) => [name, createWebhookReceiver({ secret: SECRET, on: { 'message.received': () => undefined }, log: false, ...(history && { history }) })]),

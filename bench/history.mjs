@@ -18,7 +18,7 @@ import { spawn } from 'node:child_process'
 import { dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { createHmac, createSecretKey } from 'node:crypto'
+import { freshDeliveries } from './fresh-deliveries.mjs'
 import { startRedisServer } from '../tools/redis.mjs'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -47,20 +47,10 @@ async function startServer(variant, redisUrl) {
 
 async function main() {
   const { default: autocannon } = await import('autocannon')
-  const { signWebhook, sampleEvent } = await import('svc-webhooks/testing')
   const redis = await startRedisServer()
   try {
-    const key = createSecretKey(Buffer.from(SECRET, 'utf8'))
-    const first = await signWebhook({ secret: SECRET, event: sampleEvent('message.received'), id: 'warm' })
-    const base = { ...first.headers }
-    delete base['svc-webhook-signature']
-    let sequence = 0
-    const sign = () => {
-      const timestamp = String(Math.floor(Date.now() / 1000))
-      const id = `evt_${process.pid}_${sequence++}`
-      const v2 = createHmac('sha256', key).update(`${id}.${timestamp}.`).update(first.rawBody).digest('hex')
-      return { ...base, 'svc-webhook-id': id, 'svc-webhook-timestamp': timestamp, 'svc-webhook-signature-v2': `v2=${v2}` }
-    }
+    const first = await freshDeliveries(SECRET, `evt_${process.pid}_`)
+    const sign = first.headers
     const load = async (port, seconds) => {
       const r = await autocannon({ url: `http://127.0.0.1:${port}`, connections, duration: seconds, requests: [{ method: 'POST', path: '/', setupRequest: (q) => ({ ...q, headers: sign(), body: first.body }) }] })
       if (r.non2xx > 0 || r.errors + r.timeouts > 0) throw new Error(`bench:history: ${r.non2xx} non-2xx answers, ${r.errors + r.timeouts} errors`)
