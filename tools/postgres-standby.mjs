@@ -5,60 +5,16 @@
 // proxy in front (tools/tcp-proxy.mjs) that clients use, as they would use PgBouncer, HAProxy or
 // a cloud endpoint that follows the primary. `failover()` is what an operator's night looks like:
 // kill -9 of the primary's processes, `pg_ctl promote` of the standby, the proxy pointed at it.
-import { spawn } from 'node:child_process'
-import { appendFileSync, chownSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { appendFileSync, chownSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from './free-port.mjs'
-import { findPostgresBinDir, postgresSkipReason, postgresUid } from './postgres.mjs'
+import { findPostgresBinDir, killPostmaster, postgresSkipReason, postgresUid, runAsPostgres } from './postgres.mjs'
 import { startTcpProxy } from './tcp-proxy.mjs'
 
 const isRoot = userInfo().uid === 0
-
-/**
- * @param {string[]} args
- * @returns {Promise<{ code: number | null, output: string }>}
- */
-function run(args) {
-  const [cmd, ...rest] = isRoot ? ['runuser', '-u', 'postgres', '--', ...args] : args
-  return new Promise((resolve) => {
-    const child = spawn(/** @type {string} */ (cmd), rest, { stdio: ['ignore', 'pipe', 'pipe'] })
-    let output = ''
-    child.stdout.on('data', (d) => (output += d))
-    child.stderr.on('data', (d) => (output += d))
-    child.once('exit', (code) => resolve({ code, output }))
-  })
-}
-
 /** @param {number} ms */
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
-
-/**
- * kill -9 of the postmaster whose data dir is `data` and of its children (read from /proc).
- *
- * @param {string} data
- */
-async function crash(data) {
-  const postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0])
-  const victims = [postmaster]
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === postmaster) victims.push(Number(entry))
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  for (const pid of victims) {
-    try {
-      process.kill(pid, 'SIGKILL')
-    } catch {
-      // Already gone.
-    }
-  }
-  await sleep(200)
-}
 
 /**
  * @typedef {object} StandbyPair
@@ -97,18 +53,18 @@ export async function startStandbyPair({ synchronous = true } = {}) {
   /** @type {string[]} data dirs running now */
   const started = []
   const stopAll = async () => {
-    for (const data of started) await run([join(bin, 'pg_ctl'), '-D', data, '-m', 'immediate', '-w', 'stop'])
+    for (const data of started) await runAsPostgres([join(bin, 'pg_ctl'), '-D', data, '-m', 'immediate', '-w', 'stop'])
   }
   try {
-    const init = await run([join(bin, 'initdb'), '-D', primaryData, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8'])
+    const init = await runAsPostgres([join(bin, 'initdb'), '-D', primaryData, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8'])
     if (init.code !== 0) throw new Error(`initdb failed: ${init.output.slice(-500)}`)
     const start = async (/** @type {string} */ data, /** @type {number} */ port, /** @type {string} */ log) => {
-      const result = await run([join(bin, 'pg_ctl'), '-D', data, '-o', options(port, data === primaryData), '-l', join(dir, log), '-w', '-t', '60', 'start'])
+      const result = await runAsPostgres([join(bin, 'pg_ctl'), '-D', data, '-o', options(port, data === primaryData), '-l', join(dir, log), '-w', '-t', '60', 'start'])
       if (result.code !== 0) throw new Error(`pg_ctl start failed: ${result.output.slice(-500)}`)
       started.push(data)
     }
     await start(primaryData, primaryPort, 'primary.log')
-    const backup = await run([join(bin, 'pg_basebackup'), '-h', '127.0.0.1', '-p', String(primaryPort), '-U', 'postgres', '-D', standbyData, '-R', '-X', 'stream'])
+    const backup = await runAsPostgres([join(bin, 'pg_basebackup'), '-h', '127.0.0.1', '-p', String(primaryPort), '-U', 'postgres', '-D', standbyData, '-R', '-X', 'stream'])
     if (backup.code !== 0) throw new Error(`pg_basebackup failed: ${backup.output.slice(-500)}`)
     // The name synchronous_standby_names waits for.
     appendFileSync(standbyData + '/postgresql.auto.conf', `primary_conninfo = 'host=127.0.0.1 port=${primaryPort} user=postgres application_name=standby1'\n`)
@@ -132,14 +88,14 @@ export async function startStandbyPair({ synchronous = true } = {}) {
       primaryUrl: url(primaryPort),
       standbyUrl: url(standbyPort),
       async failover(promoteAfterMs = 4000) {
-        await crash(primaryData)
+        await killPostmaster(primaryData)
         started.splice(started.indexOf(primaryData), 1)
         // The proxy moves at once, as an endpoint that follows health checks might, while the
         // standby is still read-only: writes meet SQLSTATE 25006 until the promote, which comes
         // `promoteAfterMs` later, as an operator's or Patroni's detection would.
         proxy.retarget(standbyPort)
         await sleep(promoteAfterMs)
-        const promoted = await run([join(bin, 'pg_ctl'), '-D', standbyData, '-w', '-t', '60', 'promote'])
+        const promoted = await runAsPostgres([join(bin, 'pg_ctl'), '-D', standbyData, '-w', '-t', '60', 'promote'])
         if (promoted.code !== 0) throw new Error(`pg_ctl promote failed: ${promoted.output.slice(-500)}`)
         return performance.now()
       },

@@ -49,10 +49,12 @@ export function postgresSkipReason() {
 }
 
 /**
+ * Runs a Postgres binary, as the `postgres` user when this process is root (initdb refuses root).
+ *
  * @param {string[]} args
  * @returns {Promise<{ code: number | null, output: string }>}
  */
-function run(args) {
+export function runAsPostgres(args) {
   const [cmd, ...rest] = isRoot ? ['runuser', '-u', 'postgres', '--', ...args] : args
   return new Promise((resolve) => {
     const child = spawn(/** @type {string} */ (cmd), rest, { stdio: ['ignore', 'pipe', 'pipe'] })
@@ -102,6 +104,25 @@ function alive(pid) {
 }
 
 /**
+ * kill -9 of the postmaster whose data dir is `data` and of its children (read from /proc);
+ * resolves once they are gone (bounded: a SIGKILLed process is reaped within milliseconds).
+ *
+ * @param {string} data
+ */
+export async function killPostmaster(data) {
+  const postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0])
+  const victims = withChildren(postmaster)
+  for (const pid of victims) {
+    try {
+      process.kill(pid, 'SIGKILL')
+    } catch {
+      // Already gone.
+    }
+  }
+  for (let i = 0; i < 200 && victims.some(alive); i++) await sleep(25)
+}
+
+/**
  * A running Postgres cluster.
  *
  * @typedef {object} PostgresServer
@@ -136,31 +157,21 @@ export async function startPostgresServer({ fsync = false, maxConnections = 100 
   if (uid !== undefined) chownSync(dir, uid, -1)
   const data = join(dir, 'data')
   const port = await freePort()
-  const init = await run([join(binDir, 'initdb'), '-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8'])
+  const init = await runAsPostgres([join(binDir, 'initdb'), '-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8'])
   if (init.code !== 0) throw new Error(`initdb failed: ${init.output.slice(-500)}`)
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=${maxConnections}${fsync ? '' : ' -c fsync=off'}`
   const start = async () => {
-    const started = await run([join(binDir, 'pg_ctl'), '-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '60', 'start'])
+    const started = await runAsPostgres([join(binDir, 'pg_ctl'), '-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '60', 'start'])
     if (started.code !== 0) {
       const log = existsSync(join(dir, 'log')) ? readFileSync(join(dir, 'log'), 'utf8').slice(-500) : ''
       throw new Error(`pg_ctl start failed: ${started.output.slice(-500)}\n${log}`)
     }
   }
   const kill = async () => {
-    await run([join(binDir, 'pg_ctl'), '-D', data, '-m', 'immediate', '-w', 'stop'])
+    await runAsPostgres([join(binDir, 'pg_ctl'), '-D', data, '-m', 'immediate', '-w', 'stop'])
   }
   const crash = async () => {
-    const postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0])
-    const victims = withChildren(postmaster)
-    for (const pid of victims) {
-      try {
-        process.kill(pid, 'SIGKILL')
-      } catch {
-        // Already gone.
-      }
-    }
-    // Bounded: a SIGKILLed process is reaped within milliseconds.
-    for (let i = 0; i < 200 && victims.some(alive); i++) await sleep(25)
+    await killPostmaster(data)
     // The killed postmaster stays a zombie where PID 1 does not reap orphans (a container), and
     // Postgres takes a pid that still exists for a running postmaster: the lock files (data dir
     // and socket) go, as a reaped process would have let the next start remove them.

@@ -7,30 +7,20 @@
  */
 import fc from 'fast-check'
 import { randomUUID } from 'node:crypto'
-import { Redis } from 'ioredis'
-import { afterAll, beforeAll, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import { RedisInbox } from 'svc-webhooks/redis'
 import { describeWithRedis } from '../support/services.js'
-import { startRedisServer, type RedisServer } from '../../tools/redis.mjs'
+import { useRedisServer } from '../support/redis.js'
 import { orderViolations } from '../../tools/order/check.mjs'
 import { runMixedWorkers, runScenario, scenarios } from './support/ordering-run.js'
 
 describeWithRedis('ordering on RedisInbox', () => {
-  let server: RedisServer
-  let client: Redis
-  beforeAll(async () => {
-    server = await startRedisServer()
-    client = new Redis(server.url)
-  })
-  afterAll(async () => {
-    client?.disconnect()
-    await server?.stop()
-  })
+  const redis = useRedisServer()
 
   it('per key: in created_at order among those present, one at a time, each run once, late marked', async () => {
     await fc.assert(
       fc.asyncProperty(scenarios, async (s) => {
-        const inbox = new RedisInbox({ client, prefix: `order-${randomUUID()}:` })
+        const inbox = new RedisInbox({ client: redis.client, prefix: `order-${randomUUID()}:` })
         const record = await runScenario(inbox, s)
         expect(orderViolations({ ...record, strict: s.strict })).toEqual([])
         expect((await inbox.stats()).depth).toBe(0)
@@ -40,6 +30,6 @@ describeWithRedis('ordering on RedisInbox', () => {
   }, 180_000)
 
   it('a worker with `ordering` and one without on the same inbox: the later one takes nothing, says why, and goes on once the other stops', async () => {
-    await runMixedWorkers(new RedisInbox({ client, prefix: `mixed-${randomUUID()}:` }))
+    await runMixedWorkers(new RedisInbox({ client: redis.client, prefix: `mixed-${randomUUID()}:` }))
   }, 60_000)
 })

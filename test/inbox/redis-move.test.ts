@@ -7,27 +7,17 @@
  * of a processed delivery stays a duplicate.
  */
 import { randomUUID } from 'node:crypto'
-import { Redis } from 'ioredis'
-import { afterAll, beforeAll, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import { RedisInbox, moveRedisInboxPrefix } from 'svc-webhooks/redis'
 import { describeWithRedis } from '../support/services.js'
-import { startRedisServer, type RedisServer } from '../../tools/redis.mjs'
+import { useRedisServer } from '../support/redis.js'
 import { textDelivery } from './worker-faults.js'
 
 describeWithRedis('RedisInbox: moving from the untagged default prefix', () => {
-  let server: RedisServer
-  let client: Redis
-  beforeAll(async () => {
-    server = await startRedisServer()
-    client = new Redis(server.url)
-  })
-  afterAll(async () => {
-    client?.disconnect()
-    await server?.stop()
-  })
+  const redis = useRedisServer()
 
   it('warns about deliveries left under the old prefix, then moves them all: processed once, dead letters kept, resends still duplicates', async () => {
-    const old = new RedisInbox({ client, prefix: 'svc-webhooks:inbox:' })
+    const old = new RedisInbox({ client: redis.client, prefix: 'svc-webhooks:inbox:' })
     const processed = textDelivery('processed before the upgrade')
     const waiting = textDelivery('waiting at the upgrade')
     const dead = textDelivery('dead at the upgrade')
@@ -41,7 +31,7 @@ describeWithRedis('RedisInbox: moving from the untagged default prefix', () => {
     expect(await old.bury(toBury, 'failed before the upgrade')).toBe(true)
     expect(await old.retry(toGiveBack, 0, 'given back before the upgrade')).toBe(true)
 
-    const tagged = new RedisInbox({ client })
+    const tagged = new RedisInbox({ client: redis.client })
     expect(tagged.prefix).toBe('{svc-webhooks:inbox}:')
     // A receiver on the new version accepted one delivery before the move: it is merged, not lost.
     const fresh = textDelivery('accepted by the new version')
@@ -49,13 +39,13 @@ describeWithRedis('RedisInbox: moving from the untagged default prefix', () => {
     const warnings = await tagged.durabilityWarnings()
     expect(warnings.some((line) => /1 delivery\(ies\) and 1 dead letter\(s\) wait under the prefix "svc-webhooks:inbox:".*moveRedisInboxPrefix/.test(line))).toBe(true)
 
-    const ttlBefore = Number(await client.pttl(`svc-webhooks:inbox:k:${processed.keys[0]}`))
-    const moved = await moveRedisInboxPrefix({ client, batch: 2 })
+    const ttlBefore = Number(await redis.client.pttl(`svc-webhooks:inbox:k:${processed.keys[0]}`))
+    const moved = await moveRedisInboxPrefix({ client: redis.client, batch: 2 })
     expect(moved.moved + moved.merged).toBeGreaterThan(0)
-    expect(await client.keys('svc-webhooks:inbox:*')).toEqual([])
+    expect(await redis.client.keys('svc-webhooks:inbox:*')).toEqual([])
     expect((await tagged.durabilityWarnings()).some((line) => /wait under the prefix/.test(line))).toBe(false)
     // The dedupe record kept its expiry: a resend of the processed delivery is still a duplicate.
-    const ttlAfter = Number(await client.pttl(`{svc-webhooks:inbox}:k:${processed.keys[0]}`))
+    const ttlAfter = Number(await redis.client.pttl(`{svc-webhooks:inbox}:k:${processed.keys[0]}`))
     expect(ttlAfter).toBeGreaterThan(0)
     expect(ttlAfter).toBeLessThanOrEqual(ttlBefore)
     expect(await tagged.append(processed)).toBe('duplicate')
@@ -66,12 +56,12 @@ describeWithRedis('RedisInbox: moving from the untagged default prefix', () => {
     expect(taken.map((e) => e.id).sort()).toEqual([waiting.id, fresh.id].sort())
     expect((await tagged.dead()).map((d) => d.id)).toEqual([dead.id])
     // Running it again finds nothing to do.
-    expect(await moveRedisInboxPrefix({ client })).toEqual({ moved: 0, merged: 0 })
+    expect(await moveRedisInboxPrefix({ client: redis.client })).toEqual({ moved: 0, merged: 0 })
   })
 
   it('refuses prefixes that cannot be moved safely', async () => {
-    await expect(moveRedisInboxPrefix({ client, from: 'a:', to: 'a:' })).rejects.toThrow(TypeError)
-    await expect(moveRedisInboxPrefix({ client, from: 'a:', to: 'a:b:' })).rejects.toThrow(/not starting with `from`/)
-    await expect(moveRedisInboxPrefix({ client, from: `x-${randomUUID()}:`, batch: 0 })).rejects.toThrow(/batch/)
+    await expect(moveRedisInboxPrefix({ client: redis.client, from: 'a:', to: 'a:' })).rejects.toThrow(TypeError)
+    await expect(moveRedisInboxPrefix({ client: redis.client, from: 'a:', to: 'a:b:' })).rejects.toThrow(/not starting with `from`/)
+    await expect(moveRedisInboxPrefix({ client: redis.client, from: `x-${randomUUID()}:`, batch: 0 })).rejects.toThrow(/batch/)
   })
 })

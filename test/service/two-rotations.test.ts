@@ -7,15 +7,14 @@
  */
 import { spawn } from 'node:child_process'
 import { join, resolve } from 'node:path'
-import { Redis } from 'ioredis'
-import { afterAll, beforeAll, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import { RedisSecretSource } from 'svc-webhooks/redis'
 import { createNodeHandler } from 'svc-webhooks/node'
 import { createServiceClient } from 'svc-webhooks/service'
 import { createServiceEmulator } from 'svc-webhooks/testing'
 import { describeWithRedis } from '../support/services.js'
 import { listen } from '../support/servers.js'
-import { startRedisServer, type RedisServer } from '../../tools/redis.mjs'
+import { useRedisServer } from '../support/redis.js'
 
 const ROOT = resolve(import.meta.dirname, '../..')
 const ROTATE = join(ROOT, 'test/support/lifecycle/rotate.mjs')
@@ -31,28 +30,19 @@ function rotateInChild(env: Record<string, string>): Promise<string> {
 }
 
 describeWithRedis('two rotating processes at once', () => {
-  let redis: RedisServer
-  let admin: Redis
-  beforeAll(async () => {
-    redis = await startRedisServer()
-    admin = new Redis(redis.url)
-  })
-  afterAll(async () => {
-    admin?.disconnect()
-    await redis?.stop()
-  })
+  const redis = useRedisServer()
 
   it('the source ends with the secret the service signs with, nothing pending; every delivery after is verified', async () => {
     const emulator = await createServiceEmulator({ retry: { firstDelayMs: 20, maxDelayMs: 100, maxAttempts: 5 } })
     const service = createServiceClient({ baseUrl: emulator.baseUrl, token: emulator.token, businessId: emulator.businessId })
-    const source = new RedisSecretSource({ client: admin, key: 'two-rotations:secret' })
+    const source = new RedisSecretSource({ client: redis.client, key: 'two-rotations:secret' })
     const runs: string[] = []
     const server = await listen(createNodeHandler({ secret: source, secretRereadMs: 20, log: false, on: { 'message.received': (_e, d) => void runs.push(d.id) } }))
     try {
       const created = await service.endpoints.create({ label: 'two rotations', url: server.url, subscribed_events: [] })
       await source.write({ secrets: [created.signing_secret] })
       const env = {
-        ROT_REDIS_URL: redis.url,
+        ROT_REDIS_URL: redis.server.url,
         ROT_KEY: 'two-rotations:secret',
         ROT_API: JSON.stringify({ baseUrl: emulator.baseUrl, token: emulator.token, businessId: emulator.businessId, endpointId: created.id }),
       }
