@@ -15,7 +15,7 @@ import { startPostgresServer, type PostgresServer } from '../../tools/postgres.m
 import { orderViolations } from '../../tools/order/check.mjs'
 import { byConversation, createInboxWorker, type InboxEntry, type OrderedTake } from 'svc-webhooks'
 import { messageBody } from '../../tools/order/run.mjs'
-import { delivery, runMixedWorkers, runScenario, scenarios } from './support/ordering-run.js'
+import { delivery, raceModeClaims, runMixedWorkers, runScenario, scenarios } from './support/ordering-run.js'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -44,6 +44,12 @@ describeWithPostgres('ordering on PostgresInbox', () => {
       { numRuns: 25 },
     )
   }, 240_000)
+
+  it('an ordered and an unordered worker marking at the same moment: exactly one gets its mark', async () => {
+    const inbox = new PostgresInbox({ pool, table: 'order_mode_race' })
+    await inbox.ensureTable()
+    await raceModeClaims(inbox)
+  })
 
   it('a worker with `ordering` and one without on the same inbox: the later one takes nothing, says why, and goes on once the other stops', async () => {
     const inbox = new PostgresInbox({ pool, table: 'order_mixed' })

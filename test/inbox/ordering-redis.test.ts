@@ -12,7 +12,7 @@ import { RedisInbox } from 'svc-webhooks/redis'
 import { describeWithRedis } from '../support/services.js'
 import { useRedisServer } from '../support/redis.js'
 import { orderViolations } from '../../tools/order/check.mjs'
-import { runMixedWorkers, runScenario, scenarios } from './support/ordering-run.js'
+import { raceModeClaims, runMixedWorkers, runScenario, scenarios } from './support/ordering-run.js'
 
 describeWithRedis('ordering on RedisInbox', () => {
   const redis = useRedisServer()
@@ -28,6 +28,10 @@ describeWithRedis('ordering on RedisInbox', () => {
       { numRuns: 40 },
     )
   }, 180_000)
+
+  it('an ordered and an unordered worker marking at the same moment: exactly one gets its mark', async () => {
+    await raceModeClaims(new RedisInbox({ client: redis.client, prefix: `race-${randomUUID()}:` }))
+  })
 
   it('a worker with `ordering` and one without on the same inbox: the later one takes nothing, says why, and goes on once the other stops', async () => {
     await runMixedWorkers(new RedisInbox({ client: redis.client, prefix: `mixed-${randomUUID()}:` }))

@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check'
 import { expect } from 'vitest'
-import { byConversation, createInboxWorker, type InboxDelivery, type OrderingEngine, type WebhookEvent, type WebhookInbox } from 'svc-webhooks'
+import { byConversation, createInboxWorker, type InboxDelivery, type ModeEngine, type OrderingEngine, type WebhookEvent, type WebhookInbox } from 'svc-webhooks'
 
 const encoder = new TextEncoder()
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -170,4 +170,18 @@ export async function runMixedWorkers(inbox: WebhookInbox & OrderingEngine): Pro
     await appendSome('d', 2)
     await until(() => ran.ordered.length === 10)
     await late.stop()
+}
+
+/**
+ * Workers of both modes marking at the same moment, `rounds` times over: the marks that succeed
+ * are all of one mode and at least one does (the check and the mark are one step in the engine).
+ */
+export async function raceModeClaims(inbox: ModeEngine, rounds = 20, perMode = 6): Promise<void> {
+  for (let round = 0; round < rounds; round++) {
+    const claims = Array.from({ length: perMode * 2 }, (_, i) => ({ mode: i % 2 === 0 ? ('ordered' as const) : ('unordered' as const), worker: `w-${round}-${i}` }))
+    const results = await Promise.all(claims.map((c) => inbox.claimMode(c.mode, c.worker, 10_000)))
+    const won = new Set(claims.filter((_, i) => results[i]).map((c) => c.mode))
+    expect([...won], `round ${round}`).toHaveLength(1)
+    await Promise.all(claims.filter((_, i) => results[i]).map((c) => inbox.releaseMode(c.mode, c.worker)))
+  }
 }
