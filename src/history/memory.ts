@@ -4,12 +4,11 @@
  * retention, trimmed as new ones come, so it needs no timer.
  */
 import { HistoryBase } from './base.js'
+import { memberOf } from './keys.js'
 import { mergeRecord } from './merge.js'
 import { RefusalTally } from './refusals.js'
 import { decodeCursor, encodeCursor, historySettings, pageOf } from './text.js'
 import type { HistoryEntry, HistoryOptions, HistoryPage, HistoryQuery, HistoryRecord, HistoryStats, RefusalCount } from './types.js'
-
-const keyOf = (endpoint: string, id: string): string => `${endpoint.length}:${endpoint}:${id}`
 
 const withoutBody = (entry: HistoryEntry): HistoryEntry => {
   const { body: _body, ...rest } = entry
@@ -53,7 +52,7 @@ export class MemoryHistory extends HistoryBase {
   }
 
   record(record: HistoryRecord): void {
-    const key = keyOf(record.endpoint, record.id)
+    const key = memberOf(record.endpoint, record.id)
     const found = this.entries.get(key)
     if (found) mergeRecord(found, record)
     else {
@@ -109,7 +108,7 @@ export class MemoryHistory extends HistoryBase {
   }
 
   async get(id: string, endpoint?: string): Promise<HistoryEntry | undefined> {
-    const key = endpoint === undefined ? this.latest.get(id) : keyOf(endpoint, id)
+    const key = endpoint === undefined ? this.latest.get(id) : memberOf(endpoint, id)
     const found = key === undefined ? undefined : this.entries.get(key)
     return found ? { ...found } : undefined
   }
