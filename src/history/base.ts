@@ -3,8 +3,10 @@
  * (record.ts), so the core's request path only calls a method and carries none of it.
  */
 import { recordProcessed, recordReceived, replayDelivery } from './record.js'
+import { historySettings } from './text.js'
 import type {
   HistoryEntry,
+  HistoryOptions,
   HistoryPage,
   HistoryQuery,
   HistoryRecord,
@@ -49,5 +51,33 @@ export abstract class HistoryBase implements WebhookHistory {
 
   replay(run: ReplayRun, id: string, endpoint?: string): Promise<ReplayResult> {
     return replayDelivery(this, run, id, endpoint)
+  }
+}
+
+/**
+ * The base of the library's own engines (MemoryHistory, and through BatchedHistory the Redis and
+ * Postgres ones): the shared options, checked once by historySettings and kept here, so no engine
+ * copies them field by field.
+ */
+export abstract class SettledHistory extends HistoryBase {
+  readonly keepBodies: boolean
+  readonly redact: ((event: unknown) => unknown) | undefined
+  readonly maxBodyBytes: number
+  readonly retentionMs: number
+  readonly maxEntries: number
+  protected readonly now: () => number
+  protected readonly log: ((line: string) => void) | undefined
+
+  /** `defaultMax` is the engine's `maxEntries` when the options give none. */
+  constructor(options: HistoryOptions, defaultMax: number) {
+    super()
+    const s = historySettings(options, defaultMax)
+    this.keepBodies = s.keepBodies
+    this.redact = s.redact
+    this.maxBodyBytes = s.maxBodyBytes
+    this.retentionMs = s.retentionMs
+    this.maxEntries = s.maxEntries
+    this.now = s.now
+    this.log = s.log
   }
 }

@@ -5,8 +5,7 @@
  * growing (the server is down) is capped: past it records are dropped and counted. A failed write
  * is counted and logged once a minute, never retried in a loop.
  */
-import { HistoryBase } from './base.js'
-import { historySettings } from './text.js'
+import { SettledHistory } from './base.js'
 import type { HistoryOptions, HistoryRecord, HistoryStats, RefusalCount } from './types.js'
 import { RefusalTally } from './refusals.js'
 
@@ -122,31 +121,19 @@ export class Batcher {
 
 /**
  * The base of the engines that write through a {@link Batcher} (Redis, Postgres): their
- * settings, recording, refusals, `flush`, `stats` and `close` are the batcher's, the same for each. Kept apart from
- * HistoryBase so a history of one's own, and the core that only calls its hooks, carry none of it.
+ * recording, refusals, `flush`, `stats` and `close` are the batcher's, the same for each (their
+ * settings are SettledHistory's). Kept apart from HistoryBase so a history of one's own, and the
+ * core that only calls its hooks, carry none of it.
  */
-export abstract class BatchedHistory extends HistoryBase {
-  readonly keepBodies: boolean
-  readonly redact: ((event: unknown) => unknown) | undefined
-  readonly maxBodyBytes: number
-  readonly retentionMs: number
-  readonly maxEntries: number
+export abstract class BatchedHistory extends SettledHistory {
   readonly timeoutMs: number
-  protected readonly now: () => number
   protected readonly batcher: Batcher
 
   /** `name` is the engine's, for its log lines; `options` are checked here, the engine's own before. */
   constructor(name: string, options: HistoryOptions, timeoutMs: number) {
-    super()
-    const s = historySettings(options, 1_000_000)
-    this.keepBodies = s.keepBodies
-    this.redact = s.redact
-    this.maxBodyBytes = s.maxBodyBytes
-    this.retentionMs = s.retentionMs
-    this.maxEntries = s.maxEntries
+    super(options, 1_000_000)
     this.timeoutMs = timeoutMs
-    this.now = s.now
-    this.batcher = new Batcher((records, refusals) => this.write(records, refusals), name, s.log, s.now)
+    this.batcher = new Batcher((records, refusals) => this.write(records, refusals), name, this.log, this.now)
   }
 
   /** Writes one batch: the records and the refusal counts since the last. */

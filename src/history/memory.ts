@@ -3,11 +3,11 @@
  * at restart). Entries are kept in arrival order; the oldest go first past `maxEntries` or the
  * retention, trimmed as new ones come, so it needs no timer.
  */
-import { HistoryBase } from './base.js'
+import { SettledHistory } from './base.js'
 import { memberOf } from './keys.js'
 import { mergeRecord } from './merge.js'
 import { RefusalTally } from './refusals.js'
-import { decodeCursor, encodeCursor, historySettings, pageOf } from './text.js'
+import { decodeCursor, encodeCursor, pageOf } from './text.js'
 import type { HistoryEntry, HistoryOptions, HistoryPage, HistoryQuery, HistoryRecord, HistoryStats, RefusalCount } from './types.js'
 
 const withoutBody = (entry: HistoryEntry): HistoryEntry => {
@@ -23,13 +23,7 @@ const withoutBody = (entry: HistoryEntry): HistoryEntry => {
  * const receiver = createWebhookReceiver({ secret, on, history })
  * await history.list({ outcome: 'failed' })
  */
-export class MemoryHistory extends HistoryBase {
-  readonly keepBodies: boolean
-  readonly redact: ((event: unknown) => unknown) | undefined
-  readonly retentionMs: number
-  readonly maxEntries: number
-  readonly maxBodyBytes: number
-  private readonly now: () => number
+export class MemoryHistory extends SettledHistory {
   private readonly entries = new Map<string, HistoryEntry>()
   /** Latest key of each id, for `get(id)` without an endpoint. */
   private readonly latest = new Map<string, string>()
@@ -41,14 +35,7 @@ export class MemoryHistory extends HistoryBase {
   private readonly counts: HistoryStats = { recorded: 0, failed: 0, dropped: 0, pending: 0 }
 
   constructor(options: HistoryOptions = {}) {
-    super()
-    const s = historySettings(options, 10_000)
-    this.keepBodies = s.keepBodies
-    this.redact = s.redact
-    this.retentionMs = s.retentionMs
-    this.maxEntries = s.maxEntries
-    this.maxBodyBytes = s.maxBodyBytes
-    this.now = s.now
+    super(options, 10_000)
   }
 
   record(record: HistoryRecord): void {
