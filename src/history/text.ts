@@ -3,6 +3,7 @@
  * payload, a token or a connection string, so it is capped, stripped of control characters and of
  * anything shaped like a secret or a signature before it is stored (and again escaped where shown).
  */
+import { positiveOption } from '../option-checks.js'
 import { DEFAULT_HISTORY_RETENTION_MS, DEFAULT_PAGE, HISTORY_OUTCOMES, MAX_PAGE, type HistoryOptions, type HistoryQuery } from './types.js'
 
 /** The longest error message kept. */
@@ -55,12 +56,9 @@ export function historySettings(options: HistoryOptions, defaultMax: number) {
     maxBodyBytes = 65_536,
     now = Date.now,
   } = options
-  const positive = (value: unknown, name: string) => {
-    if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw new TypeError(`svc-webhooks: history \`${name}\` must be a positive number.`)
-  }
-  positive(retentionMs, 'retentionMs')
-  positive(maxEntries, 'maxEntries')
-  positive(maxBodyBytes, 'maxBodyBytes')
+  positiveOption(retentionMs, 'history `retentionMs`')
+  positiveOption(maxEntries, 'history `maxEntries`', 'entries')
+  positiveOption(maxBodyBytes, 'history `maxBodyBytes`', 'bytes')
   if (redact !== undefined && typeof redact !== 'function') throw new TypeError('svc-webhooks: history `redact` must be a function of the event returning what to keep.')
   if (typeof keepBodies !== 'boolean') throw new TypeError('svc-webhooks: history `keepBodies` must be true or false.')
   const log = options.log === false ? undefined : (options.log ?? ((line: string) => console.warn(line)))
