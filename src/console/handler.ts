@@ -6,6 +6,7 @@
  * into the host application.
  */
 import type { HistoryQuery, HistoryOutcome } from '../history/types.js'
+import { TIMED_OUT, within as timed } from '../secrets/within.js'
 import { HISTORY_OUTCOMES } from '../history/types.js'
 import { CsrfGuard, nonce as newNonce, refusal, sameOrigin, securityHeaders } from './guard.js'
 import { html, layout, type Html } from './html.js'
@@ -22,20 +23,14 @@ class Unavailable extends Error {
 
 /** `promise` within `ms`, or an {@link Unavailable} naming `what` (never the engine's message: it may quote a command). */
 async function within<T>(what: string, ms: number, promise: Promise<T> | T): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined
+  let value: T | typeof TIMED_OUT
   try {
-    return await Promise.race([
-      Promise.resolve(promise),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Unavailable(`${what} did not answer within ${ms} ms`)), ms)
-      }),
-    ])
+    value = await timed(promise, ms)
   } catch (error) {
-    if (error instanceof Unavailable) throw error
     throw new Unavailable(`${what} failed (${error instanceof Error ? String(error.name).slice(0, 60) : 'error'})`)
-  } finally {
-    clearTimeout(timer)
   }
+  if (value === TIMED_OUT) throw new Unavailable(`${what} did not answer within ${ms} ms`)
+  return value
 }
 
 /** `datetime-local` text (taken as UTC) or milliseconds, to milliseconds. */
