@@ -6,6 +6,7 @@
  * into the host application.
  */
 import type { HistoryQuery, HistoryOutcome } from '../history/types.js'
+import { positiveOption } from '../option-checks.js'
 import { TIMED_OUT, within as timed } from '../secrets/within.js'
 import { HISTORY_OUTCOMES } from '../history/types.js'
 import { CsrfGuard, nonce as newNonce, refusal, sameOrigin, securityHeaders } from './guard.js'
@@ -64,7 +65,8 @@ export function createConsole(options: ConsoleOptions): (request: Request) => Pr
   if (service !== undefined && (typeof service?.endpoints?.list !== 'function' || typeof service.deliveries?.resend !== 'function')) {
     throw new TypeError('svc-webhooks: createConsole `service` must be createServiceClient(...) from svc-webhooks/service.')
   }
-  if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) throw new TypeError('svc-webhooks: createConsole `timeoutMs` must be a positive number of milliseconds.')
+  // Finite too: Infinity would be a timer that fires at once, every page a 503.
+  positiveOption(timeoutMs, 'createConsole `timeoutMs`')
   const inbox: ConsoleInbox | undefined = options.inbox ?? worker?.inbox
   const guard = new CsrfGuard(options.csrfSecret, now)
   const replayer = typeof worker?.replay === 'function' ? worker : typeof receiver?.replay === 'function' ? receiver : undefined

@@ -108,6 +108,12 @@ describe('refusals and outages', () => {
     expect((await call(truthy, '/')).status).toBe(403)
   })
 
+  it('refuses a timeoutMs that is not a positive finite number at construction (Infinity would make every page a 503)', () => {
+    for (const timeoutMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, '100']) {
+      expect(() => createConsole({ authorize: () => true, timeoutMs: timeoutMs as never }), String(timeoutMs)).toThrow(/`timeoutMs` must be a positive number of milliseconds/)
+    }
+  })
+
   it('an engine that fails or hangs while a page renders or an action runs is a 503 page', async () => {
     const failing = { ...seeded(), list: () => Promise.reject(new Error('ECONNREFUSED 10.0.0.7:6379 password=hunter2')), size: () => Promise.reject(new Error('down')), refusals: () => new Promise(() => undefined), get: () => Promise.reject(new Error('down')) } as unknown as WebhookHistory
     const inbox = { stats: () => Promise.reject(new Error('down')), dead: () => new Promise(() => undefined), requeue: () => Promise.reject(new Error('down')), purge: () => Promise.reject(new Error('down')) }
