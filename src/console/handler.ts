@@ -145,11 +145,17 @@ export function createConsole(options: ConsoleOptions): (request: Request) => Pr
       const entry = await within('the history', timeoutMs, history.get(id, query.endpoint))
       page = { entries: entry ? [{ ...entry, body: undefined }] : [] }
     } else {
+      // A cursor from another page (or made up) is the visitor's mistake, not an outage: the
+      // engines refuse one with a TypeError, while a failing engine is still a 503.
+      let badCursor = false
+      const listed = Promise.resolve(history.list(query)).catch((error: unknown) => {
+        badCursor = cursor !== null && error instanceof TypeError
+        throw error
+      })
       try {
-        page = await within('the history', timeoutMs, history.list(query))
+        page = await within('the history', timeoutMs, listed)
       } catch (error) {
-        // A cursor from another page (or made up) is the visitor's mistake, not an outage.
-        if (cursor) return respond(400, 'History', 'history', messagePage('History', 'That page link is not valid any more.', './history'))
+        if (badCursor) return respond(400, 'History', 'history', messagePage('History', 'That page link is not valid any more.', './history'))
         throw error
       }
     }

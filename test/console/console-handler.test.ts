@@ -114,11 +114,17 @@ describe('refusals and outages', () => {
     }
   })
 
+  it('a page link with a cursor no page returned is a 400 naming it, not an outage', async () => {
+    const res = await call(createConsole({ authorize: () => true, history: seeded() }), '/history?cursor=not-a-cursor')
+    expect(res.status).toBe(400)
+    expect(await res.text()).toContain('That page link is not valid any more.')
+  })
+
   it('an engine that fails or hangs while a page renders or an action runs is a 503 page', async () => {
     const failing = { ...seeded(), list: () => Promise.reject(new Error('ECONNREFUSED 10.0.0.7:6379 password=hunter2')), size: () => Promise.reject(new Error('down')), refusals: () => new Promise(() => undefined), get: () => Promise.reject(new Error('down')) } as unknown as WebhookHistory
     const inbox = { stats: () => Promise.reject(new Error('down')), dead: () => new Promise(() => undefined), requeue: () => Promise.reject(new Error('down')), purge: () => Promise.reject(new Error('down')) }
     const handler = createConsole({ authorize: () => true, history: failing, inbox: inbox as never, timeoutMs: 100 })
-    for (const path of ['/', '/history', '/refusals', '/dead', '/entry?id=x']) {
+    for (const path of ['/', '/history', '/history?cursor=WyJ4Il0', '/refusals', '/dead', '/entry?id=x']) {
       const res = await call(handler, path)
       expect(res.status, path).toBe(503)
       const text = await res.text()
