@@ -97,7 +97,7 @@ export class MemoryInbox implements WebhookInbox, OrderingEngine, FlowEngine, Mo
       held.lease = `m${++this.leases}`
       held.leaseUntil = now + visibilityMs
       held.takes++
-      taken.push({ ...held.delivery, attempts: held.attempts, takes: held.takes, retriesSince: held.retriesSince, lease: held.lease, ...(held.lastError !== undefined ? { lastError: held.lastError } : {}) })
+      taken.push(this.entryOf(held))
     }
     return taken
   }
@@ -180,7 +180,7 @@ export class MemoryInbox implements WebhookInbox, OrderingEngine, FlowEngine, Mo
     return true
   }
 
-  async takeOrdered(max: number, visibilityMs: number, { placeLeaseMs, poke: _poke }: { placeLeaseMs: number; poke: readonly string[] }): Promise<OrderedTake> {
+  async takeOrdered(max: number, visibilityMs: number, { placeLeaseMs }: { placeLeaseMs: number }): Promise<OrderedTake> {
     const now = this.now()
     const place: InboxEntry[] = []
     let busy = false
