@@ -68,7 +68,7 @@ export const ORDER_WIDTH = MICROS_WIDTH + 1 + RECEIVED_WIDTH
 const pad = (value: number, width: number): string => String(Math.max(0, Math.floor(value))).padStart(width, '0').slice(-width)
 
 /** `created_at` (ISO 8601, microseconds and offset) in microseconds since the epoch, or undefined. */
-export function microsOf(createdAt: unknown): number | undefined {
+function microsOf(createdAt: unknown): number | undefined {
   if (typeof createdAt !== 'string') return undefined
   // Date.parse keeps milliseconds only: the sender's microseconds are read apart.
   const match = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:?\d\d)?$/i.exec(createdAt.trim())
