@@ -3,7 +3,7 @@ import type { InboxStats } from '../contracts/inbox.js'
 import type { PauseState } from '../contracts/ordering.js'
 
 /** `paused`, `pausedBy` and `rateLimitPerSecond` for stats() from the engine's flow state. */
-export function flowStats(flow: { pause: PauseState; perSecond?: number }): Pick<InboxStats, 'paused' | 'pausedBy' | 'rateLimitPerSecond'> {
+export function flowStats(flow: { pause: Pick<PauseState, 'paused' | 'by'>; perSecond?: number }): Pick<InboxStats, 'paused' | 'pausedBy' | 'rateLimitPerSecond'> {
   return {
     paused: flow.pause.paused,
     ...(flow.pause.paused && flow.pause.by !== undefined && { pausedBy: flow.pause.by }),

@@ -94,10 +94,7 @@ export class MemoryInbox implements WebhookInbox, OrderingEngine, FlowEngine, Mo
       if (taken.length >= max) break
       if (held.dueAt > now || held.leaseUntil > now || held.placed) continue
       held.placing = false
-      held.lease = `m${++this.leases}`
-      held.leaseUntil = now + visibilityMs
-      held.takes++
-      taken.push({ ...held.delivery, attempts: held.attempts, takes: held.takes, retriesSince: held.retriesSince, lease: held.lease, ...(held.lastError !== undefined ? { lastError: held.lastError } : {}) })
+      taken.push(this.leaseToRun(held, now + visibilityMs))
     }
     return taken
   }
@@ -180,7 +177,7 @@ export class MemoryInbox implements WebhookInbox, OrderingEngine, FlowEngine, Mo
     return true
   }
 
-  async takeOrdered(max: number, visibilityMs: number, { placeLeaseMs, poke: _poke }: { placeLeaseMs: number; poke: readonly string[] }): Promise<OrderedTake> {
+  async takeOrdered(max: number, visibilityMs: number, { placeLeaseMs }: { placeLeaseMs: number }): Promise<OrderedTake> {
     const now = this.now()
     const place: InboxEntry[] = []
     let busy = false
@@ -208,11 +205,9 @@ export class MemoryInbox implements WebhookInbox, OrderingEngine, FlowEngine, Mo
       const head = state.members.find((held) => held.dueAt <= now && held.leaseUntil <= now)
       // Strict: the first in order holds the key until it is due (or gone); otherwise the first due.
       if (head === undefined || (head !== state.members[0] && state.members[0]!.placed!.strict)) continue
-      head.lease = `m${++this.leases}`
-      head.leaseUntil = now + visibilityMs
-      head.takes++
-      state.holder = { held: head, lease: head.lease }
-      run.push({ ...this.entryOf(head), orderKey: key, late: state.last !== undefined && head.placed!.order < state.last })
+      const entry = this.leaseToRun(head, now + visibilityMs)
+      state.holder = { held: head, lease: entry.lease }
+      run.push({ ...entry, orderKey: key, late: state.last !== undefined && head.placed!.order < state.last })
     }
     return { place: [], run, busy: false }
   }
@@ -265,6 +260,14 @@ export class MemoryInbox implements WebhookInbox, OrderingEngine, FlowEngine, Mo
 
   async releaseMode(mode: WorkerMode, worker: string): Promise<void> {
     this.modes.delete(`${mode} ${worker}`)
+  }
+
+  /** Leases `held` to run until `until`: one more take. */
+  private leaseToRun(held: Held, until: number): InboxEntry {
+    held.lease = `m${++this.leases}`
+    held.leaseUntil = until
+    held.takes++
+    return this.entryOf(held)
   }
 
   private entryOf(held: Held): InboxEntry {

@@ -6,8 +6,8 @@
  */
 import type { Admission, FlowEngine, ModeEngine, OrderedTake, OrderingEngine, PauseState, Placement, WorkerMode } from '../contracts/ordering.js'
 
-/** What an engine's ordering part offers: the calls below, `claimMode` and `placesInTake` where it can. */
-export type OrderingPart = OrderingEngine & FlowEngine & Partial<ModeEngine>
+/** What an engine's ordering part offers: the calls below, and `placesInTake` where it can. */
+export type OrderingPart = OrderingEngine & FlowEngine & ModeEngine
 
 /**
  * The base of an inbox whose ordering and flow control live in `order`.
@@ -42,11 +42,10 @@ export abstract class OrderedEngine implements OrderingEngine, FlowEngine, ModeE
   flow(): Promise<{ pause: PauseState; perSecond?: number }> {
     return this.order.flow()
   }
-  /** An engine part without `claimMode` cannot tell: every worker may run. */
   claimMode(mode: WorkerMode, worker: string, ttlMs: number): Promise<boolean> {
-    return this.order.claimMode ? this.order.claimMode(mode, worker, ttlMs) : Promise.resolve(true)
+    return this.order.claimMode(mode, worker, ttlMs)
   }
   releaseMode(mode: WorkerMode, worker: string): Promise<void> {
-    return this.order.releaseMode ? this.order.releaseMode(mode, worker) : Promise.resolve()
+    return this.order.releaseMode(mode, worker)
   }
 }

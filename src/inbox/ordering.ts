@@ -68,7 +68,7 @@ export const ORDER_WIDTH = MICROS_WIDTH + 1 + RECEIVED_WIDTH
 const pad = (value: number, width: number): string => String(Math.max(0, Math.floor(value))).padStart(width, '0').slice(-width)
 
 /** `created_at` (ISO 8601, microseconds and offset) in microseconds since the epoch, or undefined. */
-export function microsOf(createdAt: unknown): number | undefined {
+function microsOf(createdAt: unknown): number | undefined {
   if (typeof createdAt !== 'string') return undefined
   // Date.parse keeps milliseconds only: the sender's microseconds are read apart.
   const match = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:?\d\d)?$/i.exec(createdAt.trim())
@@ -89,8 +89,10 @@ export function orderOf(event: WebhookEvent | undefined, receivedAt: number): st
   return `${pad(created, MICROS_WIDTH)}.${pad(receivedAt, RECEIVED_WIDTH)}`
 }
 
+/** What the key of a delivery placed alone starts with. */
+const ALONE = '\u0000alone:'
 /** The key of a delivery whose own key is unknown (the function failed, the body is corrupt, or no order was asked): alone under it. */
-const aloneKey = (entry: InboxEntry): string => `\u0000alone:${entry.keys[0]}`
+const aloneKey = (entry: InboxEntry): string => `${ALONE}${entry.keys[0]}`
 
 /** What the key function made of an event: a key, no order, or a failure with its reason. */
 type KeyResult = { key: string } | { key: undefined } | { error: Error }
@@ -175,15 +177,14 @@ export class OrderedTaker {
     // A corrupt body is buried by the processing path; a failing key function fails its run
     // (checked again then, see `checked`). Either way it waits under a key of its own, so it
     // never holds a conversation.
-    if (event === undefined) return { entry, key: aloneKey(entry), order, strict: this.ordering.strict }
-    const result = keyOf(this.ordering, event)
-    if ('error' in result || result.key === undefined) return { entry, key: aloneKey(entry), order, strict: this.ordering.strict }
-    return { entry, key: result.key, order, strict: this.ordering.strict }
+    const result = event === undefined ? undefined : keyOf(this.ordering, event)
+    const key = result !== undefined && 'key' in result ? result.key : undefined
+    return { entry, key: key ?? aloneKey(entry), order, strict: this.ordering.strict }
   }
 
   /** A head placed alone because its key function failed is checked again: still failing, its run fails with the reason. */
   private checked(entry: OrderedEntry): OrderedRun {
-    if (!entry.orderKey.startsWith('\u0000alone:')) return { entry }
+    if (!entry.orderKey.startsWith(ALONE)) return { entry }
     const event = parse(entry)
     if (event === undefined) return { entry }
     const result = keyOf(this.ordering, event)

@@ -6,6 +6,7 @@
 import type { InboxEntry } from '../contracts/inbox.js'
 import type { Admission, OrderedEntry, OrderedTake, PauseState, Placement, WorkerMode } from '../contracts/ordering.js'
 import { orderStatements, type OrderStatements } from './postgres-order-sql.js'
+import { tokenWaitMs } from './token-bucket.js'
 
 /** Unplaced deliveries handed out to be placed per ordered take. */
 const PLACE_BATCH = 200
@@ -78,7 +79,7 @@ export class PostgresOrder {
     const row = rows[0] as (PauseRow & { granted: number; tokens: number }) | undefined
     if (!row) return { granted: 0, waitMs: 1000, pause: { paused: false, version: 0 } }
     const granted = Number(row.granted)
-    return { granted, waitMs: granted > 0 ? 0 : Math.ceil(((1 - Number(row.tokens)) * 1000) / rate.perSecond), pause: pauseOf(row) }
+    return { granted, waitMs: tokenWaitMs(granted, Number(row.tokens), rate.perSecond), pause: pauseOf(row) }
   }
 
   async refund(tokens: number, rate: { perSecond: number; burst: number }): Promise<void> {

@@ -375,7 +375,7 @@ export class PostgresInbox extends OrderedEngine implements WebhookInbox {
 
   async stats(): Promise<InboxStats> {
     const row = await this.first<{ depth: number; oldest_age_ms: number; retrying: number; dead: number; paused: boolean | null; paused_by: string | null; per_second: number | null }>('stats', this.sql.stats, [])
-    const flow = { pause: { paused: row.paused === true, version: 0, ...(row.paused_by !== null ? { by: row.paused_by } : {}) }, ...(row.per_second !== null ? { perSecond: Number(row.per_second) } : {}) }
+    const flow = { pause: { paused: row.paused === true, ...(row.paused_by !== null ? { by: row.paused_by } : {}) }, ...(row.per_second !== null ? { perSecond: Number(row.per_second) } : {}) }
     return { depth: row.depth, oldestAgeMs: Math.round(row.oldest_age_ms), retrying: row.retrying, dead: row.dead, ...flowStats(flow) }
   }
 

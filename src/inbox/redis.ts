@@ -409,7 +409,7 @@ export class RedisInbox extends OrderedEngine implements WebhookInbox {
     const reply = rows(await this.call('stats', STATS, [], undefined, undefined, this.read))
     const [depth, oldestAgeMs, retrying, dead] = reply.slice(0, 4).map((value) => Number(value))
     const [paused, by, perSecond] = rows(reply[4]).map((value) => (present(value) ? text(value) : ''))
-    const flow = { pause: { paused: paused === '1', version: 0, ...(by ? { by } : {}) }, ...(perSecond ? { perSecond: Number(perSecond) } : {}) }
+    const flow = { pause: { paused: paused === '1', ...(by ? { by } : {}) }, ...(perSecond ? { perSecond: Number(perSecond) } : {}) }
     return { depth: depth ?? 0, oldestAgeMs: oldestAgeMs ?? 0, retrying: retrying ?? 0, dead: dead ?? 0, ...flowStats(flow) }
   }
 }

@@ -3,6 +3,11 @@
  * the same arithmetic in their script and statement): refilled continuously at `perSecond`,
  * holding at most `burst`, so a rate is kept over any window longer than `burst / perSecond`.
  */
+/** How long until the next whole token, with `tokens` left; none when some were granted (the Postgres statement's answer too). */
+export function tokenWaitMs(granted: number, tokens: number, perSecond: number): number {
+  return granted > 0 ? 0 : Math.ceil(((1 - tokens) * 1000) / perSecond)
+}
+
 export class TokenBucket {
   private tokens: number | undefined
   private at = 0
@@ -16,7 +21,7 @@ export class TokenBucket {
     const granted = Math.max(0, Math.min(Math.floor(want), Math.floor(tokens)))
     this.tokens = tokens - granted
     this.at = now
-    return { granted, waitMs: granted > 0 ? 0 : Math.ceil(((1 - this.tokens) * 1000) / perSecond) }
+    return { granted, waitMs: tokenWaitMs(granted, this.tokens, perSecond) }
   }
 
   /** Gives back tokens taken but not used. */

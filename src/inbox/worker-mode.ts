@@ -11,14 +11,14 @@
 import { isModeEngine, type ModeEngine, type WorkerMode } from '../contracts/ordering.js'
 
 /** The line a worker that must wait says, naming both options. */
-export function mixedModeLine(mode: WorkerMode): string {
+function mixedModeLine(mode: WorkerMode): string {
   return mode === 'ordered'
     ? `a worker without \`ordering\` runs on this inbox, and this one has \`ordering\`: it would take deliveries before they are placed and run them out of order, so this worker takes nothing until it stops. Give every worker on one inbox the same \`ordering\` option (a crashed worker's mark ends one visibility timeout after it crashed).`
     : `a worker with \`ordering\` runs on this inbox, and this one has none: it would run deliveries out of the order the other keeps, so this worker takes nothing until that one stops. Give every worker on one inbox the same \`ordering\` option (a crashed worker's mark ends one visibility timeout after it crashed).`
 }
 
 /** The error `onError` receives when a worker must wait for one of the other mode. */
-export function mixedModeError(mode: WorkerMode): Error {
+function mixedModeError(mode: WorkerMode): Error {
   return Object.assign(new Error(`svc-webhooks: inbox worker: ${mixedModeLine(mode)}`), { name: 'MixedOrderingError' })
 }
 

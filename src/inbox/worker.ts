@@ -540,7 +540,10 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
     try {
       if (taker) {
         const taken = await taker.take(granted, settings.visibilityTimeoutMs)
-        entries = taken.run.map(({ entry, keyError }) => (keyError && keyErrors.set(entry, keyError), entry))
+        entries = taken.run.map(({ entry, keyError }) => {
+          if (keyError) keyErrors.set(entry, keyError)
+          return entry
+        })
         wait = taken.waitMs
       } else entries = await inbox.take(granted, settings.visibilityTimeoutMs)
     } catch (error) {
