@@ -5,8 +5,8 @@
  */
 import type { SecretSource, SecretState, SecretWriteCondition } from '../secrets/index.js'
 import { positiveOption } from '../option-checks.js'
-import { unchecked, withDeadline } from '../clients/deadline.js'
-import { adapt, isRedisRefusal, NotReplicatedError, replicasOption, replicationWarnings, REPLICATION_INFO, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
+import { withDeadline } from '../clients/deadline.js'
+import { adapt, isRedisRefusal, NotReplicatedError, replicasOption, replicationCheck, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
 import { hashTagOf } from '../clients/redis-keys.js'
 import { GET_SECRET, SET_SECRET } from './redis-scripts.js'
 import { expectedVersion, parseState, sourceError, stateText } from './source-state.js'
@@ -112,12 +112,7 @@ export class RedisSecretSource implements SecretSource {
    * @example
    * for (const line of await source.durabilityWarnings()) console.warn(line)
    */
-  async durabilityWarnings(): Promise<string[]> {
-    try {
-      const info = await withDeadline('RedisSecretSource.durabilityWarnings', this.timeoutMs, () => this.reads(REPLICATION_INFO, this.fenceKey, []))
-      return replicationWarnings(info, this.replicas, 'RedisSecretSource')
-    } catch (error) {
-      return [`svc-webhooks: RedisSecretSource could not check the server's replication settings (${unchecked(error)}).`]
-    }
+  durabilityWarnings(): Promise<string[]> {
+    return replicationCheck(this.reads, this.fenceKey, this.replicas, this.timeoutMs, 'RedisSecretSource')
   }
 }
