@@ -469,15 +469,11 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
         }
         const ran = claimRun(
           { store, keys, owner: nextOwner(), leaseMs, retentionMs, deadline },
-          scope
-            ? () => {
-                free()
-                return scope.run(() => handler!(delivery.event, delivery as VerifiedDelivery<unknown>))
-              }
-            : () => {
-                free()
-                return handler!(delivery.event, delivery as VerifiedDelivery<unknown>)
-              },
+          () => {
+            free()
+            const event = delivery as VerifiedDelivery<unknown>
+            return scope ? scope.run(() => handler!(event.event, event)) : handler!(event.event, event)
+          },
         )
         // A store that answers synchronously and a synchronous handler cost no turn of the event loop.
         let outcome: Awaited<typeof ran>

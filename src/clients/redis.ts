@@ -3,6 +3,7 @@
  * run a Lua script with one declared key. Neither library is a dependency: a client is
  * recognised by its methods. Shared by RedisStore and RedisInbox; not a public entry.
  */
+import { unchecked, withDeadline } from './deadline.js'
 
 /** The part of an `ioredis` client (`Redis` or `Cluster`) the store and the inbox use. */
 export interface IORedisLikeClient {
@@ -191,6 +192,23 @@ export function isRedisRefusal(error: unknown): boolean {
 
 /** The server's replication section, read from inside a script (CONFIG is not allowed there). */
 export const REPLICATION_INFO = `return redis.call('INFO', 'replication')`
+
+/**
+ * `durabilityWarnings()` of a Redis engine whose only promise is its replication (RedisStore,
+ * RedisSecretSource): {@link replicationWarnings} of the server `read` reaches through `key`'s
+ * slot, or one line saying they could not be read. Never rejects.
+ *
+ * @example
+ * return replicationCheck(this.read, `${this.prefix}fence`, this.replicas, this.timeoutMs, 'RedisStore')
+ */
+export async function replicationCheck(read: Run, key: string, replicas: number, timeoutMs: number, what: string): Promise<string[]> {
+  try {
+    const info = await withDeadline(`${what}.durabilityWarnings`, timeoutMs, () => read(REPLICATION_INFO, key, []))
+    return replicationWarnings(info, replicas, what)
+  } catch (error) {
+    return [`svc-webhooks: ${what} could not check the server's replication settings (${unchecked(error)}).`]
+  }
+}
 
 /**
  * What in a primary's replication settings breaks the promise of `what`, one line each, once it

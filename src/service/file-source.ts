@@ -6,7 +6,7 @@
  * calls, so the entry loads in any runtime.
  */
 import type { SecretSource, SecretState, SecretWriteCondition } from '../secrets/index.js'
-import { expectedVersion, parseState, sourceError, stateText } from '../stores/source-state.js'
+import { expectedVersion, parseState, SOURCE_ERROR, sourceError, stateText } from '../stores/source-state.js'
 
 /** Options of {@link FileSecretSource}. */
 export interface FileSecretSourceOptions {
@@ -102,7 +102,7 @@ export class FileSecretSource implements SecretSource {
       }
     } catch (error) {
       await fs.rm(temporary, { force: true }).catch(() => undefined)
-      if ((error as { name?: unknown } | null)?.name === 'SecretSourceError') throw error
+      if ((error as { name?: unknown } | null)?.name === SOURCE_ERROR) throw error
       const code = (error as { code?: unknown } | null)?.code
       throw sourceError(`FileSecretSource: the file ${JSON.stringify(this.path)} could not be written${typeof code === 'string' ? ` (${code})` : ''}.`, error)
     } finally {

@@ -217,7 +217,7 @@ function startWatch(
     if (found.enabled) {
       enabledSeen = { lastError: found.last_error, failures: found.consecutive_failures }
       // Enabled while this watch held back: someone enabled it by hand, after fixing the cause.
-      if (heldBack) heldBack = false
+      heldBack = false
       if (ours) {
         // A failure seen after the re-enable, then a streak of 0 again, or a newer delivery with
         // no failure since: a delivery got through, so the re-enable held.

@@ -94,22 +94,16 @@ export class PostgresSecretSource implements SecretSource {
    * await new PostgresSecretSource({ pool, name: 'ep_123' }).ensureTable()
    */
   ensureTable(): Promise<void> {
+    // Another process creating or altering the table at the same moment is not a failure.
+    const raced = (error: unknown): void => {
+      if (!ALREADY_CREATED.has(String((error as { code?: unknown } | null)?.code))) throw error
+    }
     const created = this.db
       .query(this.sql.create)
-      .then(
-        () => undefined,
-        (error: unknown) => {
-          if (!ALREADY_CREATED.has(String((error as { code?: unknown } | null)?.code))) throw error
-        },
-      )
+      .then(() => undefined, raced)
       // A table made before conditional writes: add its version column (a no-op when it is there).
       .then(() => this.db.query(this.sql.migrate))
-      .then(
-        () => undefined,
-        (error: unknown) => {
-          if (!ALREADY_CREATED.has(String((error as { code?: unknown } | null)?.code))) throw error
-        },
-      )
+      .then(() => undefined, raced)
     this.created = created
     // A failure is tried again by the next read or write.
     created.catch(() => (this.created === created ? (this.created = undefined) : undefined))

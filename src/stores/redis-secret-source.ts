@@ -5,8 +5,9 @@
  */
 import type { SecretSource, SecretState, SecretWriteCondition } from '../secrets/index.js'
 import { positiveOption } from '../option-checks.js'
-import { unchecked, withDeadline } from '../clients/deadline.js'
-import { adapt, isRedisRefusal, NotReplicatedError, replicasOption, replicationWarnings, REPLICATION_INFO, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
+import { withDeadline } from '../clients/deadline.js'
+import { adapt, isRedisRefusal, NotReplicatedError, replicasOption, replicationCheck, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
+import { hashTagOf } from '../clients/redis-keys.js'
 import { GET_SECRET, SET_SECRET } from './redis-scripts.js'
 import { expectedVersion, parseState, sourceError, stateText } from './source-state.js'
 
@@ -58,8 +59,8 @@ export class RedisSecretSource implements SecretSource {
     if (typeof key !== 'string' || key.length === 0) throw new TypeError('svc-webhooks: RedisSecretSource `key` must be a non-empty string.')
     this.replicas = replicasOption(replicas, client, 'RedisSecretSource')
     // Next to the state's key (same hash tag when it has one), so the fence never lands in another slot.
-    const tag = /\{[^}]+\}/.exec(key)?.[0]
-    this.fenceKey = tag === undefined ? `${key}:fence` : `${tag}:fence`
+    const tag = hashTagOf(key)
+    this.fenceKey = tag === undefined ? `${key}:fence` : `{${tag}}:fence`
     this.run = adapt(client, 'RedisSecretSource', { replicas: this.replicas, fenceKey: this.fenceKey })
     // A read promises nothing, and every receiver makes them: it does not wait for replicas.
     this.reads = this.replicas === 0 ? this.run : adapt(client, 'RedisSecretSource')
@@ -111,12 +112,7 @@ export class RedisSecretSource implements SecretSource {
    * @example
    * for (const line of await source.durabilityWarnings()) console.warn(line)
    */
-  async durabilityWarnings(): Promise<string[]> {
-    try {
-      const info = await withDeadline('RedisSecretSource.durabilityWarnings', this.timeoutMs, () => this.reads(REPLICATION_INFO, this.fenceKey, []))
-      return replicationWarnings(info, this.replicas, 'RedisSecretSource')
-    } catch (error) {
-      return [`svc-webhooks: RedisSecretSource could not check the server's replication settings (${unchecked(error)}).`]
-    }
+  durabilityWarnings(): Promise<string[]> {
+    return replicationCheck(this.reads, this.fenceKey, this.replicas, this.timeoutMs, 'RedisSecretSource')
   }
 }

@@ -6,9 +6,9 @@
  * complete) and each step is atomic on the server.
  */
 import type { ClaimResult, IdempotencyStore } from '../contracts/store.js'
-import { adapt, replicasOption, replicationWarnings, REPLICATION_INFO, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
+import { adapt, replicasOption, replicationCheck, type IORedisLikeClient, type NodeRedisLikeClient, type Run } from '../clients/redis.js'
 import { positiveOption } from '../option-checks.js'
-import { budget, unchecked, withDeadline } from '../clients/deadline.js'
+import { budget, withDeadline } from '../clients/deadline.js'
 import { CLAIM, COMPLETE, RELEASE } from './redis-scripts.js'
 
 
@@ -108,13 +108,8 @@ export class RedisStore implements IdempotencyStore {
    * @example
    * for (const line of await store.durabilityWarnings()) console.warn(line)
    */
-  async durabilityWarnings(): Promise<string[]> {
-    try {
-      const info = await withDeadline('RedisStore.durabilityWarnings', this.timeoutMs, () => this.read(REPLICATION_INFO, `${this.prefix}fence`, []))
-      return replicationWarnings(info, this.replicas, 'RedisStore')
-    } catch (error) {
-      return [`svc-webhooks: RedisStore could not check the server's replication settings (${unchecked(error)}).`]
-    }
+  durabilityWarnings(): Promise<string[]> {
+    return replicationCheck(this.read, `${this.prefix}fence`, this.replicas, this.timeoutMs, 'RedisStore')
   }
 }
 
