@@ -9,7 +9,7 @@
 import { accessSync, constants, renameSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { DEFAULT_RETENTION_MS } from '../contracts/store.js'
-import { createServiceClient, isServiceApiError } from '../service/client.js'
+import { createServiceClient, isServiceApiError, type ServiceClientOptions } from '../service/client.js'
 import type { ServiceClient, WebhookEndpoint } from '../service/types.js'
 import { actionGroup, defineCommand, EXIT, httpUrl, readText, UsageError, type Command, type Flag, type Io, type Values } from './command.js'
 
@@ -44,15 +44,20 @@ function service(values: ServiceValues, io: Io): ServiceClient {
   if (token === undefined || token === '') throw new UsageError('no token: set SVC_API_TOKEN to a personal access token (svc_pat_..., from the dashboard). It is read from the environment only.')
   const businessId = values['business-id'] ?? io.env.SVC_BUSINESS_ID
   if (businessId === undefined || businessId === '') throw new UsageError('no business: set SVC_BUSINESS_ID to the business UUID, or pass --business-id UUID.')
+  return serviceClient({
+    baseUrl,
+    token,
+    businessId,
+    onAttempt: values.verbose
+      ? (a) => io.err(`> ${a.method} ${a.path} (attempt ${a.attempt}): ${a.status ?? a.error} in ${a.ms} ms${a.retryInMs === undefined ? '' : `, retrying in ${a.retryInMs} ms`}\n`)
+      : undefined,
+  })
+}
+
+/** The service client, its refusal of an option (a remote http:// URL, say) a usage error. */
+export function serviceClient(options: ServiceClientOptions): ServiceClient {
   try {
-    return createServiceClient({
-      baseUrl,
-      token,
-      businessId,
-      onAttempt: values.verbose
-        ? (a) => io.err(`> ${a.method} ${a.path} (attempt ${a.attempt}): ${a.status ?? a.error} in ${a.ms} ms${a.retryInMs === undefined ? '' : `, retrying in ${a.retryInMs} ms`}\n`)
-        : undefined,
-    })
+    return createServiceClient(options)
   } catch (error) {
     throw new UsageError((error as Error).message.replace(/^svc-webhooks: /, ''))
   }

@@ -10,9 +10,9 @@ import { randomUUID } from 'node:crypto'
 import { renameSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { resolve } from 'node:path'
-import { createServiceClient } from '../service/client.js'
 import type { ServiceClient } from '../service/types.js'
 import { defineCommand, EXIT, httpUrl, integer, UsageError, type Io } from './command.js'
+import { serviceClient } from './endpoints.js'
 
 const DEFAULT_SECRET_FILE = '.svc-webhooks-secret'
 const DEFAULT_TIMEOUT_S = 3600
@@ -32,7 +32,7 @@ function serviceFromEnv(io: Io): ServiceClient {
   httpUrl(baseUrl, '$SVC_API_URL')
   if (!token) throw new UsageError('no token: set SVC_API_TOKEN to a personal access token (svc_pat_...). It is read from the environment only.')
   if (!businessId) throw new UsageError('no business: set SVC_BUSINESS_ID to the business UUID.')
-  return createServiceClient({ baseUrl, token, businessId })
+  return serviceClient({ baseUrl, token, businessId })
 }
 
 /** Writes the secret as FileSecretSource reads it (JSON state), mode 0600, replaced atomically. */

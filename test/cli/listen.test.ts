@@ -164,6 +164,15 @@ describe('svc-webhooks listen', () => {
     expect(emulator.endpoint(next.id)).toBeUndefined()
   }, 60_000)
 
+  it('a service URL the client refuses (a remote http:// one) is a usage error, exit 2, before any call', async () => {
+    const child = spawn(process.execPath, [CLI, 'listen', '--url', 'https://tunnel.example/webhooks/svc'], { env: { ...serviceEnv(), SVC_API_URL: 'http://api.example.com' }, stdio: ['ignore', 'pipe', 'pipe'] })
+    let err = ''
+    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()))
+    expect(await new Promise((done) => child.once('exit', done)), err).toBe(2)
+    expect(err).toMatch(/https/)
+    expect(err).not.toContain(emulator.token)
+  })
+
   it('refuses a public URL that is not https, before calling the service', async () => {
     const child = spawn(process.execPath, [CLI, 'listen', '--url', 'http://example.com/webhooks/svc'], { env: serviceEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
     let err = ''
