@@ -48,7 +48,8 @@ export class WebhookVerificationError extends Error {
    * adapter are built as files of their own, so an adapter's refusals come from its own copy.
    */
   static override [Symbol.hasInstance](value: unknown): boolean {
-    return isWebhookVerificationError(value)
+    // A subclass keeps the ordinary check: only the class itself answers by the brand.
+    return this === WebhookVerificationError ? isWebhookVerificationError(value) : super[Symbol.hasInstance](value)
   }
 }
 

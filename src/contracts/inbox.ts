@@ -117,7 +117,8 @@ export class InboxError extends Error {
 
   /** `instanceof` true for an error thrown by any copy of the package (an engine's entry carries its own). */
   static override [Symbol.hasInstance](value: unknown): boolean {
-    return isInboxError(value)
+    // A subclass keeps the ordinary check: only the class itself answers by the brand.
+    return this === InboxError ? isInboxError(value) : super[Symbol.hasInstance](value)
   }
 }
 

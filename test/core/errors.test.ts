@@ -203,6 +203,11 @@ describe('the cross-realm guard', () => {
     expect(inboxError).toBeInstanceOf(esm.InboxError)
     expect(esm.isInboxError(inboxError)).toBe(true)
     expect(new Error('down')).not.toBeInstanceOf(esm.InboxError)
+    // A subclass answers instanceof the ordinary way.
+    class Narrower extends esm.WebhookVerificationError {}
+    expect(error).not.toBeInstanceOf(Narrower)
+    expect(new Narrower('missing_id', 'x')).toBeInstanceOf(Narrower)
+    expect(new Narrower('missing_id', 'x')).toBeInstanceOf(cjs.WebhookVerificationError)
     expect(esm.isWebhookVerificationError(error)).toBe(true)
     expect(cjs.isWebhookVerificationError(new esm.WebhookVerificationError('missing_id', 'x'))).toBe(true)
     expect(esm.errorResponse(error)).toMatchObject({ status: 401, body: '{"ok":false,"code":"invalid_signature"}' })
