@@ -13,7 +13,7 @@ import pg from 'pg'
 import { createClient } from 'redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createWebhookReceiver, type SecretSource } from 'svc-webhooks'
-import { PostgresSecretSource, createSecretTableSql } from 'svc-webhooks/postgres'
+import { PostgresSecretSource, createSecretTableSql, migrateSecretTableSql } from 'svc-webhooks/postgres'
 import { RedisSecretSource } from 'svc-webhooks/redis'
 import { FileSecretSource } from 'svc-webhooks/service'
 import { sampleEvent, signWebhook } from 'svc-webhooks/testing'
@@ -255,6 +255,18 @@ describeWithPostgres('PostgresSecretSource', () => {
     expect(await source.write({ secrets: [NEW, OLD] }, { version: 0 })).toBe(true)
     expect(await source.write({ secrets: [NEW] }, { version: 0 })).toBe(false)
     expect(await source.read()).toEqual({ secrets: [NEW, OLD], version: 1 })
+  })
+
+  it('migrateSecretTableSql adds the version column for migrations that own the table (createTable: false)', async () => {
+    await pool.query('CREATE TABLE owned_old_secrets (name text PRIMARY KEY, state text NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())')
+    await pool.query("INSERT INTO owned_old_secrets (name, state) VALUES ('ep', $1)", [JSON.stringify({ secrets: [OLD] })])
+    const source = new PostgresSecretSource({ pool, name: 'ep', table: 'owned_old_secrets', createTable: false, timeoutMs: 300 })
+    await expect(source.read()).rejects.toMatchObject({ name: 'SecretSourceError' })
+    await pool.query(migrateSecretTableSql('owned_old_secrets'))
+    // Twice, as a migration run again does: IF NOT EXISTS.
+    await pool.query(migrateSecretTableSql('owned_old_secrets'))
+    expect(await source.read()).toEqual({ secrets: [OLD], version: 0 })
+    expect(await source.write({ secrets: [NEW, OLD] }, { version: 0 })).toBe(true)
   })
 
   it('rejects options it cannot use when created', () => {
