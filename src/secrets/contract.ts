@@ -78,7 +78,11 @@ export interface SecretWriteCondition {
  * app.post('/webhooks/svc', webhooks({ secret: source, on }))
  */
 export interface SecretSource {
-  /** The current state, with its `version`. A throw or rejection is answered 503 (the sender retries). */
+  /**
+   * The current state, with its `version`. A throw or rejection is answered 503 (the sender
+   * retries). Holding nothing yet: answer `{ secrets: [] }`, or throw an error with
+   * `missing: true`; `registerEndpoint` takes any other failed read as an outage and stops.
+   */
   read(): Promise<SecretState> | SecretState
   /** Replaces the state (only if unchanged since `condition.version`, when given); needed by `rotateEndpointSecret` and `registerEndpoint`. */
   write?(state: SecretState, condition?: SecretWriteCondition): Promise<boolean | void> | boolean | void

@@ -77,7 +77,7 @@ export class FileSecretSource implements SecretSource {
       }
     } catch (error) {
       const code = (error as { code?: unknown } | null)?.code
-      throw sourceError(`FileSecretSource: the file ${JSON.stringify(this.path)} could not be read${typeof code === 'string' ? ` (${code})` : ''}.`, error)
+      throw sourceError(`FileSecretSource: the file ${JSON.stringify(this.path)} could not be read${typeof code === 'string' ? ` (${code})` : ''}.`, error, code === 'ENOENT')
     }
     this.seen = changed
     return changed.state

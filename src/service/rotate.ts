@@ -159,7 +159,9 @@ async function readState(source: SecretSource, empty?: SecretState): Promise<Sec
   try {
     state = await source.read()
   } catch (error) {
-    if (empty !== undefined) return empty
+    // Only a read that found nothing stored is empty: an outage could hide a secret (an earlier
+    // version's state has no version to guard a write), and writing over it would lose it.
+    if (empty !== undefined && (error as { missing?: unknown } | null)?.missing === true) return empty
     throw new EndpointLifecycleError('source_failed', `the secret source could not be read (${errorLabel(error)}); nothing was changed.`, { cause: error })
   }
   if (!Array.isArray(state?.secrets) || state.secrets.some((s) => typeof s !== 'string' || s.length === 0)) {
@@ -498,7 +500,7 @@ export async function registerEndpoint(options: RegisterEndpointOptions): Promis
   const log = resolveLog(options.log)
   const say = (text: string): void => log?.(`svc-webhooks: registering ${printable(url, 200)}: ${text}`)
 
-  // A source that holds nothing yet may throw rather than answer empty.
+  // A source that holds nothing yet may throw (with `missing: true`) rather than answer empty.
   const held = await readState(source, { secrets: [] })
   if (held.secrets.length > 0) {
     throw new EndpointLifecycleError('source_failed', 'the secret source already holds a secret: use rotateEndpointSecret to change an endpoint\'s secret, or give the new endpoint a source of its own.')

@@ -114,7 +114,7 @@ export class PostgresSecretSource implements SecretSource {
     const { rows } = await this.query('read', this.sql.read, [this.name])
     const row = rows[0] as { state?: unknown; version?: unknown } | undefined
     if (typeof row?.state !== 'string') {
-      throw sourceError(`PostgresSecretSource: no row named "${this.name}" in ${this.table}; write the endpoint's secret to it (source.write({ secrets: [...] })).`)
+      throw sourceError(`PostgresSecretSource: no row named "${this.name}" in ${this.table}; write the endpoint's secret to it (source.write({ secrets: [...] })).`, undefined, true)
     }
     const state = parseState(row.state)
     const version = Number(row.version ?? 0)

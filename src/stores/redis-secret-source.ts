@@ -75,7 +75,7 @@ export class RedisSecretSource implements SecretSource {
       fail: (_kind, message, summary) => sourceError(message.replace(/^svc-webhooks: /, ''), summary),
     })
     if (value === null || value === undefined) {
-      throw sourceError(`RedisSecretSource: the key "${this.key}" does not exist; write the endpoint's secret to it (source.write({ secrets: [...] })).`)
+      throw sourceError(`RedisSecretSource: the key "${this.key}" does not exist; write the endpoint's secret to it (source.write({ secrets: [...] })).`, undefined, true)
     }
     return parseState(value instanceof Uint8Array ? new TextDecoder().decode(value) : String(value))
   }

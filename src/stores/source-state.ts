@@ -10,13 +10,16 @@ export const SOURCE_ERROR = 'SecretSourceError'
 
 /**
  * An error of a source whose message says what is wrong without quoting a stored value.
+ * `missing`: the read found nothing stored (no key, row or file), which `registerEndpoint` takes
+ * as an empty source; any other failed read stops it with nothing changed.
  *
  * @example
- * throw sourceError('RedisSecretSource: the key "svc:secret" does not exist; write the endpoint\'s secret to it.')
+ * throw sourceError('RedisSecretSource: the key "svc:secret" does not exist; write the endpoint\'s secret to it.', undefined, true)
  */
-export function sourceError(message: string, cause?: unknown): Error {
+export function sourceError(message: string, cause?: unknown, missing = false): Error {
   const error = new Error(`svc-webhooks: ${message}`, cause === undefined ? undefined : { cause })
   error.name = SOURCE_ERROR
+  if (missing) (error as Error & { missing?: true }).missing = true
   return error
 }
 

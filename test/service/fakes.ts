@@ -143,7 +143,7 @@ export class MemorySource implements SecretSource {
   ) {}
   read(): SecretState {
     if (this.failReads) throw Object.assign(new Error('source down'), { name: 'SourceDown' })
-    if (!this.state) throw new Error('nothing stored')
+    if (!this.state) throw Object.assign(new Error('nothing stored'), { missing: true })
     return { ...this.state, secrets: [...this.state.secrets], ...(this.state.pending ? { pending: this.state.pending.map((m) => ({ ...m })) } : {}), version: this.version }
   }
   async write(state: SecretState, condition?: { version: number }): Promise<boolean | void> {

@@ -232,6 +232,16 @@ describe('registerEndpoint', () => {
     expect(source.state).toEqual({ secrets: [fake.endpoints.get(endpoint.id)!.secret] })
   })
 
+  it('a source that cannot be read is an outage, not an empty source: nothing is called or written', async () => {
+    const fake = fakeService()
+    // A state an earlier version stored, with no version to guard a write.
+    const source = new MemorySource({ secrets: [OLD] }, fake.steps)
+    source.failReads = true
+    await expect(registerEndpoint({ service: fake.service, url, source, log: false })).rejects.toMatchObject({ code: 'source_failed', message: expect.stringContaining('could not be read') })
+    expect(fake.steps).toEqual([])
+    expect(source.state).toEqual({ secrets: [OLD] })
+  })
+
   it('refuses a source that already holds a secret: that is a rotation', async () => {
     const fake = fakeService()
     const source = new MemorySource({ secrets: [OLD] }, fake.steps)

@@ -135,6 +135,7 @@ describeWithRedis('RedisSecretSource', () => {
         await expect(new RedisSecretSource({ client: conn.client, key }).read()).rejects.toMatchObject({
           name: 'SecretSourceError',
           message: expect.stringContaining(`the key "${key}" does not exist`),
+          missing: true,
         })
         const source = new RedisSecretSource({ client: conn.client, key })
         const error = await Promise.resolve(source.write({ secrets: [` ${OLD}`] })).catch((e: unknown) => e)
@@ -235,6 +236,7 @@ describeWithPostgres('PostgresSecretSource', () => {
     await expect(new PostgresSecretSource({ pool, name: 'nobody' }).read()).rejects.toMatchObject({
       name: 'SecretSourceError',
       message: expect.stringContaining('no row named "nobody"'),
+      missing: true,
     })
   })
 
@@ -333,7 +335,7 @@ describe('FileSecretSource', () => {
   })
 
   it('a missing file is a read error that names it; a broken JSON file is refused 503 without being quoted', async () => {
-    await expect(new FileSecretSource({ path: join(dir, 'absent') }).read()).rejects.toMatchObject({ name: 'SecretSourceError', message: expect.stringContaining('(ENOENT)') })
+    await expect(new FileSecretSource({ path: join(dir, 'absent') }).read()).rejects.toMatchObject({ name: 'SecretSourceError', message: expect.stringContaining('(ENOENT)'), missing: true })
     const path = join(dir, 'broken.json')
     writeFileSync(path, '{ "secrets": ["svc_whsec_FileGarbageMarker" ')
     const lines: string[] = []
