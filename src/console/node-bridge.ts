@@ -1,21 +1,23 @@
 /**
  * `toNodeHandler`: runs the console's Fetch handler from a `node:http` request, for Express,
  * Fastify (`reply.raw` after `reply.hijack()`), Koa and plain `node:http`. Reads at most 16 KiB
- * of body (an action's form), builds the URL from `originalUrl` (Express keeps the mount path
- * there) and the Host header, and writes the answer. Uses no `node:` module.
+ * of body (an action's form) within `bodyTimeoutMs`, as the receiver reads a delivery
+ * (`readNodeBody`: the rest of a refused body is read and dropped so the answer gets through),
+ * builds the URL from `originalUrl` (Express keeps the mount path there) and the Host header, and
+ * writes the answer. Uses no `node:` module.
  */
+import { isWebhookVerificationError } from '../errors.js'
+import { readNodeBody, type NodeBodyStream } from '../read-body.js'
 
 /** `IncomingHttpHeaders`, without importing node's types. */
 type NodeJSHeaders = { [name: string]: string | string[] | undefined }
 
-interface NodeRequest {
+interface NodeRequest extends NodeBodyStream {
   method?: string
   url?: string
   originalUrl?: string
   headers: Record<string, string | string[] | undefined> | NodeJSHeaders
   socket?: { encrypted?: boolean }
-  // Loose on purpose: Express, Fastify and Koa each type `on` with their own overloads.
-  on(event: string, listener: (...args: any[]) => void): unknown
 }
 
 interface NodeResponse {
@@ -26,26 +28,13 @@ interface NodeResponse {
 
 const MAX_BODY = 16 * 1024
 
-function readBody(req: NodeRequest): Promise<Uint8Array | undefined> {
-  return new Promise((resolve, reject) => {
-    const chunks: Uint8Array[] = []
-    let size = 0
-    req.on('data', (chunk: Uint8Array) => {
-      size += chunk.length
-      if (size <= MAX_BODY) chunks.push(chunk)
-    })
-    req.on('end', () => {
-      if (size > MAX_BODY) return resolve(undefined)
-      const body = new Uint8Array(size)
-      let at = 0
-      for (const c of chunks) {
-        body.set(c, at)
-        at += c.length
-      }
-      resolve(body)
-    })
-    req.on('error', reject)
-  })
+/** Options of {@link toNodeHandler}. */
+export interface NodeHandlerOptions {
+  /**
+   * A form body still arriving after this long is abandoned and answered 503.
+   * @default 10000
+   */
+  bodyTimeoutMs?: number
 }
 
 /**
@@ -55,7 +44,10 @@ function readBody(req: NodeRequest): Promise<Uint8Array | undefined> {
  * app.use('/admin/webhooks', toNodeHandler(createConsole({ authorize, history })))
  */
 // The parameters are `any`: Express, Fastify, Koa and node:http each type their request their own way.
-export function toNodeHandler(handler: (request: Request) => Promise<Response>): (req: any, res: any) => Promise<void> {
+export function toNodeHandler(handler: (request: Request) => Promise<Response>, { bodyTimeoutMs = 10_000 }: NodeHandlerOptions = {}): (req: any, res: any) => Promise<void> {
+  if (typeof bodyTimeoutMs !== 'number' || !Number.isFinite(bodyTimeoutMs) || bodyTimeoutMs <= 0) {
+    throw new TypeError('svc-webhooks: toNodeHandler `bodyTimeoutMs` must be a positive number of milliseconds.')
+  }
   return async (incoming: unknown, outgoing: unknown) => {
     const req = incoming as NodeRequest
     const res = outgoing as NodeResponse
@@ -70,9 +62,11 @@ export function toNodeHandler(handler: (request: Request) => Promise<Response>):
     const method = (req.method ?? 'GET').toUpperCase()
     let body: Uint8Array | undefined
     if (method === 'POST') {
-      body = await readBody(req).catch(() => undefined)
-      if (body === undefined) {
-        res.statusCode = 413
+      try {
+        body = await readNodeBody(req, MAX_BODY, bodyTimeoutMs)
+      } catch (error) {
+        // Too large (413) or too slow (503); a client that went away reads no answer.
+        res.statusCode = isWebhookVerificationError(error) ? error.status : 400
         res.end()
         return
       }

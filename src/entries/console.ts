@@ -4,6 +4,6 @@
  * Fastify, Koa). Server-rendered HTML, no external assets, no dependency.
  */
 export { createConsole } from '../console/handler.js'
-export { toNodeHandler } from '../console/node-bridge.js'
+export { toNodeHandler, type NodeHandlerOptions } from '../console/node-bridge.js'
 export { escapeHtml } from '../console/html.js'
 export type { ConsoleAuthorization, ConsoleInbox, ConsoleOptions, ConsoleReceiver, ConsoleService, ConsoleWorker } from '../console/options.js'

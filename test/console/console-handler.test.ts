@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createServer } from 'node:http'
+import { connect } from 'node:net'
 import Fastify from 'fastify'
 import { Hono } from 'hono'
 import { serve } from '@hono/node-server'
@@ -88,6 +89,44 @@ describe('mounted', () => {
       expect((await fetch(`${base}/history`)).status).toBe(403)
     })
   }
+})
+
+describe('toNodeHandler reads a form body as the receiver reads a delivery', () => {
+  let server: RunningServer
+  /** Form posts the handler was given. */
+  let pages = 0
+  beforeAll(async () => {
+    const node = toNodeHandler(async (request) => (request.method === 'POST' && pages++, new Response('ok')), { bodyTimeoutMs: 300 })
+    server = await listen(createServer((req, res) => void node(req, res)))
+  })
+  afterAll(() => server.close())
+
+  it('a body over 16 KiB is 413 before the handler runs, and the server keeps serving', async () => {
+    const res = await fetch(`${server.url}/action`, { method: 'POST', body: 'x'.repeat(20 * 1024) })
+    expect(res.status).toBe(413)
+    expect(pages).toBe(0)
+    expect((await fetch(`${server.url}/`)).status).toBe(200)
+  })
+
+  it('a body that stops arriving is abandoned at bodyTimeoutMs and answered 503, not held open', async () => {
+    const { port } = new URL(server.url)
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), '127.0.0.1', () => socket.write('POST /action HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 100\r\n\r\ncsrf='))
+      let text = ''
+      socket.on('data', (chunk) => (text += chunk.toString('latin1')))
+      socket.on('close', () => resolve(text))
+      socket.on('error', reject)
+      setTimeout(() => (socket.destroy(), resolve(text)), 5000).unref()
+    })
+    expect(answer).toMatch(/^HTTP\/1\.1 503/)
+    expect(pages).toBe(0)
+  })
+
+  it('refuses a bodyTimeoutMs it cannot use', () => {
+    for (const bodyTimeoutMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => toNodeHandler(async () => new Response(), { bodyTimeoutMs }), String(bodyTimeoutMs)).toThrow(/bodyTimeoutMs/)
+    }
+  })
 })
 
 describe('refusals and outages', () => {
