@@ -125,11 +125,14 @@ function checkWritable(path: string): void {
   }
 }
 
-/** Writes the secret to `path` with mode 0600: a file beside it first, then renamed over it, so no reader sees half a secret. */
-function writeSecret(path: string, secret: string): void {
+/**
+ * Writes a secret file (`text`: the secret, or a state FileSecretSource reads) with mode 0600: a
+ * file beside it first, then renamed over it, so no reader sees half a secret.
+ */
+export function writeSecretFile(path: string, text: string): void {
   const absolute = resolve(path)
   const temporary = `${absolute}.${process.pid}.tmp`
-  writeFileSync(temporary, secret, { mode: 0o600, flag: 'wx' })
+  writeFileSync(temporary, text, { mode: 0o600, flag: 'wx' })
   renameSync(temporary, absolute)
 }
 
@@ -137,7 +140,7 @@ function writeSecret(path: string, secret: string): void {
 function handOver(io: Io, json: boolean | undefined, file: string | undefined, endpoint: WebhookEndpoint & { signing_secret: string }, heading: string, again: string): number {
   if (file !== undefined) {
     try {
-      writeSecret(file, endpoint.signing_secret)
+      writeSecretFile(file, endpoint.signing_secret)
     } catch (error) {
       io.err(
         `svc-webhooks endpoints: the new secret could not be written to ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'}); it is not shown. ` +

@@ -7,12 +7,13 @@
  * SIGTERM, `--timeout`, or a crash (and what a SIGKILL left, at the next start). The token is read from $SVC_API_TOKEN only and never printed.
  */
 import { randomUUID } from 'node:crypto'
-import { renameSync, rmSync, writeFileSync } from 'node:fs'
+import { rmSync } from 'node:fs'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { resolve } from 'node:path'
+import { isLoopback } from '../service/client.js'
 import type { ServiceClient } from '../service/types.js'
 import { defineCommand, EXIT, httpUrl, integer, UsageError, type Io } from './command.js'
-import { serviceClient } from './endpoints.js'
+import { serviceClient, writeSecretFile } from './endpoints.js'
 
 const DEFAULT_SECRET_FILE = '.svc-webhooks-secret'
 const DEFAULT_TIMEOUT_S = 3600
@@ -23,7 +24,6 @@ const FORWARD_TIMEOUT_MS = 10_000
 /** A forwarded body larger than this is refused: the receiver's default maxBodyBytes. */
 const MAX_FORWARD_BYTES = 1024 * 1024
 
-const isLoopback = (url: URL) => ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)
 
 /** The client for $SVC_API_URL, $SVC_API_TOKEN and $SVC_BUSINESS_ID; a missing one is a usage error. */
 function serviceFromEnv(io: Io): ServiceClient {
@@ -35,12 +35,6 @@ function serviceFromEnv(io: Io): ServiceClient {
   return serviceClient({ baseUrl, token, businessId })
 }
 
-/** Writes the secret as FileSecretSource reads it (JSON state), mode 0600, replaced atomically. */
-function writeSecret(path: string, secret: string): void {
-  const temporary = `${path}.${process.pid}.tmp`
-  writeFileSync(temporary, `${JSON.stringify({ secrets: [secret] })}\n`, { mode: 0o600 })
-  renameSync(temporary, path)
-}
 
 async function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
   const chunks: Buffer[] = []
@@ -124,7 +118,7 @@ The service is found from $SVC_API_URL, $SVC_API_TOKEN (never printed) and $SVC_
   },
   async ({ values }, io) => {
     const url = httpUrl(values.url, '--url (the public URL of your tunnel)')
-    if (url.protocol !== 'https:' && !isLoopback(url)) throw new UsageError('--url must be https: the service delivers only to https URLs on 443.')
+    if (url.protocol !== 'https:' && !isLoopback(url.hostname)) throw new UsageError('--url must be https: the service delivers only to https URLs on 443.')
     const target = values['forward-to'] === undefined ? undefined : httpUrl(values['forward-to'], '--forward-to')
     if (target && values.port === undefined) throw new UsageError('--forward-to needs --port: the port on 127.0.0.1 your tunnel points at.')
     const port = values.port === undefined ? undefined : integer(values.port, '--port', 0, { min: 1 })
@@ -160,7 +154,8 @@ The service is found from $SVC_API_URL, $SVC_API_TOKEN (never printed) and $SVC_
       })())
 
     try {
-      writeSecret(secretFile, endpoint.signing_secret)
+      // As FileSecretSource reads it: the JSON state.
+      writeSecretFile(secretFile, `${JSON.stringify({ secrets: [endpoint.signing_secret] })}\n`)
     } catch (error) {
       await cleanup(`could not write ${secretFile} (${(error as Error).message})`)
       return EXIT.failed

@@ -442,7 +442,7 @@ function apiRoot(baseUrl: unknown): string {
 }
 
 /** True for a host name that names this machine: 127.0.0.0/8, ::1, `localhost` and its subdomains (RFC 6761 §6.3). */
-function isLoopback(hostname: string): boolean {
+export function isLoopback(hostname: string): boolean {
   const host = hostname.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '')
   if (host === 'localhost' || host.endsWith('.localhost') || host === '::1') return true
   const v4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(host)
