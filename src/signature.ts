@@ -6,7 +6,7 @@
  * comes first; this file only matches.
  */
 import { decodeUtf8, hmacMatches } from '#crypto'
-import { isWebhookVerificationError, WebhookVerificationError } from './errors.js'
+import { WebhookVerificationError } from './errors.js'
 import type { WebhookEvent } from './events.js'
 import type { SignedHeaders } from './headers.js'
 import { SECRET_PREFIX, type SecretSet, type SourceSecretSet } from './secrets/index.js'
@@ -76,9 +76,8 @@ export function matchSignature(
 
 /**
  * {@link matchSignature} for secrets of any origin. Secrets read from a secret source get a
- * second chance on a mismatch: the source is re-read (src/secrets/cache.ts) and the delivery
- * matched against what it holds now; while a change is pending, the delivery is held and the
- * source re-read until a secret matches (then verified) or the hold runs out (503 `secret_pending`).
+ * second chance on a mismatch (their cache's `rematch`, src/secrets/cache.ts): the delivery is
+ * matched against a fresh read, and held while a change is pending there.
  */
 export function matchSecrets(
   signed: SignedHeaders,
@@ -86,51 +85,16 @@ export function matchSecrets(
   secrets: SecretSet,
   parse: boolean,
 ): VerifiedDelivery | VerifiedSignature | Promise<VerifiedDelivery | VerifiedSignature> {
-  if (secrets.source === undefined) return matchSignature(signed, body, secrets, parse)
+  const { rematch } = secrets
+  if (rematch === undefined) return matchSignature(signed, body, secrets, parse)
+  const again = (error: unknown) => rematch(secrets as SourceSecretSet, error, (fresh) => matchSignature(signed, body, fresh, parse))
   let matched: ReturnType<typeof matchSignature>
   try {
     matched = matchSignature(signed, body, secrets, parse)
   } catch (error) {
-    return matchFresh(error, signed, body, secrets as SourceSecretSet, parse)
+    return again(error)
   }
-  return matched instanceof Promise ? matched.catch((error: unknown) => matchFresh(error, signed, body, secrets as SourceSecretSet, parse)) : matched
-}
-
-/**
- * After a mismatch against a source's cached secrets: the same delivery against a fresh read,
- * and while that read says a change is pending, against each later read until one matches or the
- * hold (`pendingHoldMs`, on a real timer: it is the sender's real 10 s) runs out. A rotation whose
- * call takes a few seconds is then answered 2xx, not 503: each 503 counts toward the sender's 20.
- */
-async function matchFresh(mismatch: unknown, signed: SignedHeaders, body: Uint8Array, used: SourceSecretSet, parse: boolean): Promise<VerifiedSignature> {
-  if (!isWebhookVerificationError(mismatch) || mismatch.code !== 'invalid_signature') throw mismatch
-  const { source } = used
-  let tried = used.keys
-  let fresh = await source.recheck()
-  let timer: ReturnType<typeof setTimeout> | undefined
-  let over: Promise<undefined> | undefined
-  try {
-    // Bounded twice: by the hold's timer, and by a count (re-reads are spaced by secretRereadMs, at least 1 ms).
-    for (let round = 0; round < 10_000; round++) {
-      if (fresh.keys !== tried) {
-        tried = fresh.keys
-        try {
-          return await matchSignature(signed, body, fresh, parse)
-        } catch (error) {
-          if (!isWebhookVerificationError(error) || error.code !== 'invalid_signature') throw error
-          mismatch = error
-        }
-      }
-      if (!source.holding(fresh)) break
-      over ??= new Promise<undefined>((done) => (timer = setTimeout(done, source.holdMs, undefined)))
-      const next = await Promise.race([source.recheck(), over])
-      if (next === undefined) break
-      fresh = next
-    }
-  } finally {
-    clearTimeout(timer)
-  }
-  throw source.refusal(fresh, mismatch)
+  return matched instanceof Promise ? matched.catch(again) : matched
 }
 
 /** The rest of the secrets loop when the HMAC is a promise (WebCrypto), from secret `index`. */
@@ -152,7 +116,7 @@ function verified(signed: SignedHeaders, secretIndex: number, rawBody: Uint8Arra
 
 function invalidSignature(version: 'v2' | 'v1', secrets: SecretSet): WebhookVerificationError {
   const unprefixed = secrets.unprefixed ? ` A configured secret lacks the "${SECRET_PREFIX}" prefix: use the whole value.` : ''
-  return new WebhookVerificationError('invalid_signature', `No ${version} signature matched the ${secrets.count === 1 ? 'configured secret' : `${secrets.count} configured secrets`}.${unprefixed}`)
+  return new WebhookVerificationError('invalid_signature', `No ${version} signature matched the ${secrets.keys.length === 1 ? 'configured secret' : `${secrets.keys.length} configured secrets`}.${unprefixed}`)
 }
 
 /** Parses a verified body: UTF-8 JSON, an object with a string `event`. */

@@ -10,31 +10,24 @@ export type Secrets = string | readonly string[]
 
 export const SECRET_PREFIX = 'svc_whsec_'
 
-/** What a set read from a secret source can do on a mismatch (src/secrets/cache.ts). */
-export interface SecretRecheck {
-  /** The secrets of a read that started after the call. */
-  recheck(): Promise<SourceSecretSet>
-  /** Whether a mismatch against `set` may be held (a change is pending). */
-  holding(set: SourceSecretSet): boolean
-  /** How long a pending mismatch is held in all, from the mismatch. */
-  readonly holdMs: number
-  /** The refusal for a delivery that matched none of `set`, and cannot be held any longer. */
-  refusal(set: SourceSecretSet, mismatch: unknown): unknown
-}
+/**
+ * A secret source's second chance on a mismatch (src/secrets/cache.ts): `match` tried again
+ * against fresh reads of the source `used` was read from, while the rules allow; else the refusal.
+ */
+export type SecretRecheck = <T>(used: SourceSecretSet, mismatch: unknown, match: (fresh: SecretSet) => T | Promise<T>) => Promise<T>
 
 /** Secrets imported for the HMAC. */
 export interface SecretSet {
-  count: number
   keys: readonly SecretKey[]
   /** True when a secret lacks the `svc_whsec_` prefix: a hint for the signature error. */
   unprefixed: boolean
-  /** The cache the secrets were read through, when they come from a secret source. */
-  source?: SecretRecheck
+  /** Set when the secrets come from a secret source: its cache's second chance. */
+  rematch?: SecretRecheck
 }
 
-/** Secrets read from a source: the cache they came from, and until when (on this receiver's clock) a change is pending (0: none). */
+/** Secrets read from a source: until when (on this receiver's clock) a change is pending (0: none). */
 export interface SourceSecretSet extends SecretSet {
-  source: SecretRecheck
+  rematch: SecretRecheck
   pendingUntil: number
   /** The secrets as read, to tell a changed state from the same one. */
   secrets: readonly string[]
@@ -57,7 +50,7 @@ export function secretProblem(secret: unknown): string | 'none' | undefined {
 /** Imports checked secrets for the HMAC. */
 export function importSecrets(secret: Secrets): SecretSet {
   const list: readonly string[] = typeof secret === 'string' ? [secret] : secret
-  return { count: list.length, keys: list.map(importSecret), unprefixed: list.some((s) => !s.startsWith(SECRET_PREFIX)) }
+  return { keys: list.map(importSecret), unprefixed: list.some((s) => !s.startsWith(SECRET_PREFIX)) }
 }
 
 /** Imported keys by secret list, per receiver: importing costs more than an HMAC. */

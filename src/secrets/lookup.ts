@@ -6,7 +6,7 @@
  * returned by the function, is read through its cache (src/secrets/cache.ts).
  */
 import { WebhookVerificationError } from '../errors.js'
-import { SourceCache, type SourceSettings } from './cache.js'
+import { createSourceCache, type SourceCache, type SourceSettings } from './cache.js'
 import { isSecretSource, type SecretSource } from './contract.js'
 import { cachedSecrets, secretProblem, type Secrets, type SecretSet } from './list.js'
 import { TIMED_OUT, within } from './within.js'
@@ -46,7 +46,7 @@ export interface SecretOptions {
  * its first read), or through the `secret` function.
  */
 export function secretsFor(opts: SecretOptions, request: unknown): SecretSet | Promise<SecretSet> {
-  if (opts.source !== undefined) return (opts.sourceCache ??= new SourceCache(opts.source, opts.sourceSettings)).current()
+  if (opts.source !== undefined) return (opts.sourceCache ??= createSourceCache(opts.source, opts.sourceSettings)).current()
   return lookupSecrets(opts, request)
 }
 
@@ -79,6 +79,6 @@ export async function lookupSecrets(opts: SecretOptions, request: unknown): Prom
 function tenantSource(opts: SecretOptions, source: SecretSource): SourceCache {
   const caches = (opts.sourceCaches ??= new WeakMap())
   let cache = caches.get(source)
-  if (cache === undefined) caches.set(source, (cache = new SourceCache(source, opts.sourceSettings)))
+  if (cache === undefined) caches.set(source, (cache = createSourceCache(source, opts.sourceSettings)))
   return cache
 }
