@@ -5,7 +5,7 @@
  * options or the verify path: they import it.
  */
 export { createSourceCache, type SourceCache, type SourceSecretSet, type SourceSettings } from './cache.js'
-export { isSecretSource, marksOf, stateProblem, type PendingMark, type SecretSource, type SecretState, type SecretWriteCondition } from './contract.js'
+export { isSecretSource, listProblem, marksOf, stateProblem, type PendingMark, type SecretSource, type SecretState, type SecretWriteCondition } from './contract.js'
 export { importSecrets, SECRET_PREFIX, secretProblem, type SecretRecheck, type Secrets, type SecretSet } from './list.js'
 export { lookupSecrets, secretsFor, type SecretLookup, type SecretOptions } from './lookup.js'
 export { TIMED_OUT, within } from './within.js'

@@ -4,6 +4,7 @@
  * for the import every time.
  */
 import { importSecret, type SecretKey } from '#crypto'
+import { listProblem } from './contract.js'
 
 /** One secret, or several during a rotation. */
 export type Secrets = string | readonly string[]
@@ -40,11 +41,9 @@ export interface SourceSecretSet extends SecretSet {
 export function secretProblem(secret: unknown): string | 'none' | undefined {
   const list = typeof secret === 'string' ? [secret] : Array.isArray(secret) ? secret : undefined
   if (list === undefined || list.length === 0 || (list.length === 1 && list[0] === '')) return 'none'
-  for (const s of list) {
-    if (typeof s !== 'string' || s.length === 0) return '`secret` holds an empty or non-string value. Is the environment variable set?'
-    if (s.trim() !== s) return '`secret` has leading or trailing whitespace (often a newline copied with it); remove it.'
-  }
-  return undefined
+  const bad = listProblem(list)
+  if (bad === 'empty') return '`secret` holds an empty or non-string value. Is the environment variable set?'
+  return bad && '`secret` has leading or trailing whitespace (often a newline copied with it); remove it.'
 }
 
 /** Imports checked secrets for the HMAC. */
