@@ -15,8 +15,8 @@ export interface SecretKey {
   key?: CryptoKey
 }
 
-const encoder = new TextEncoder()
-const decoder = new TextDecoder('utf-8', { fatal: true })
+const encoder = /* @__PURE__ */ new TextEncoder()
+const decoder = /* @__PURE__ */ new TextDecoder('utf-8', { fatal: true })
 
 /** Imports a secret once; the result is cached by the caller for the life of the options. */
 export function importSecret(secret: string): SecretKey {
@@ -61,7 +61,7 @@ function sign(key: CryptoKey, prefix: string, body: Uint8Array): Promise<ArrayBu
 }
 
 /** Two lowercase hex digits per byte value. */
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'))
+const HEX = /* @__PURE__ */ Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'))
 
 /** HMAC-SHA256(key, prefix || body) as 64 lowercase hex digits. `prefix` is ASCII (id, timestamp, dots). */
 export async function hmacHex(key: SecretKey, prefix: string, body: Uint8Array): Promise<string> {
