@@ -42,15 +42,6 @@ export interface VerifiedDelivery<E = WebhookEvent> extends VerifiedSignature {
   late?: boolean
 }
 
-/** What is known once the headers passed: everything the HMAC loop and the answer need. */
-interface Signed {
-  secrets: SecretSet
-  signed: SignedHeaders
-  prefix: string
-  body: Uint8Array
-  parse: boolean
-}
-
 /**
  * The HMAC over the raw body for headers that passed the core's header checks (`checkBeforeBody`
  * in src/verify.ts: a header without one well-formed value is refused there, with no HMAC):
@@ -62,14 +53,15 @@ export function matchSignature(
   body: Uint8Array,
   secrets: SecretSet,
   parse: boolean,
+  from = 0,
 ): VerifiedDelivery | VerifiedSignature | Promise<VerifiedDelivery | VerifiedSignature> {
   const prefix = signed.version === 'v2' ? `${signed.id}.${signed.timestampText}.` : `${signed.timestampText}.`
   const { keys } = secrets
-  for (let i = 0; i < keys.length; i++) {
-    // node:crypto answers at once; WebCrypto returns a promise, and the loop goes on in one.
+  for (let i = from; i < keys.length; i++) {
+    // node:crypto answers at once; WebCrypto returns a promise, and the loop goes on from the next secret once it answers.
     const matched = hmacMatches(keys[i]!, prefix, body, signed.signatures)
     if (matched === true) return verified(signed, i, body, parse)
-    if (matched !== false) return matchSignatureAsync({ secrets, signed, prefix, body, parse }, i, matched)
+    if (matched !== false) return matched.then((ok) => (ok ? verified(signed, i, body, parse) : matchSignature(signed, body, secrets, parse, i + 1)))
   }
   throw invalidSignature(signed.version, secrets)
 }
@@ -95,16 +87,6 @@ export function matchSecrets(
     return again(error)
   }
   return matched instanceof Promise ? matched.catch(again) : matched
-}
-
-/** The rest of the secrets loop when the HMAC is a promise (WebCrypto), from secret `index`. */
-async function matchSignatureAsync(state: Signed, index: number, pending: Promise<boolean>): Promise<VerifiedSignature> {
-  const { secrets, prefix, body, signed } = state
-  for (let i = index; i < secrets.keys.length; i++) {
-    const matched = i === index ? await pending : await hmacMatches(secrets.keys[i]!, prefix, body, signed.signatures)
-    if (matched) return verified(signed, i, body, state.parse)
-  }
-  throw invalidSignature(signed.version, secrets)
 }
 
 /** The answer, built once: with the parsed event for `verifyWebhook`, without for `verifySignature`. */
