@@ -31,7 +31,7 @@ import type { WebhookTelemetry } from '../telemetry.js'
 import { type AppendResult, type InboxDelivery, type WebhookInboxProducer } from '../contracts/inbox.js'
 import { processDelivery, retryDelay, type InboxWorkerResult, type ProcessPolicy } from './process.js'
 import { storedError } from './text.js'
-import { refuseOrdering } from './ordering-refused.js'
+import { QUEUES_ORDERING_REFUSED, refuseOrdering } from './ordering-refused.js'
 
 /** The parts of a Queue producer binding (`env.WEBHOOK_QUEUE`) the inbox uses (structural: no workers-types needed). */
 export interface QueueProducerLike {
@@ -253,7 +253,7 @@ function queueConsumer(options: QueueConsumerOptions, warn: boolean): (batch: Qu
   const { leaseMs = 15 * 60 * 1000, retentionMs = DEFAULT_RETENTION_MS, firstRetryDelayMs = 1000, maxRetryDelayMs = 60 * 60 * 1000 } = options
   // Never longer than the claim: a shorter leaseMs given alone shortens the deadline with it.
   const { handlerTimeoutMs = Math.min(5 * 60 * 1000, leaseMs) } = options
-  refuseOrdering('Cloudflare Queues', (options as { ordering?: unknown }).ordering)
+  refuseOrdering('Cloudflare Queues', QUEUES_ORDERING_REFUSED, (options as { ordering?: unknown }).ordering)
   if (typeof on !== 'object' || on === null) throw new TypeError('svc-webhooks: the Queue consumer needs `on`, the handlers by event type.')
   if (!isIdempotencyStore(store)) throw new TypeError('svc-webhooks: the Queue consumer needs `store`, e.g. new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY): Queues deliver at least once.')
   for (const [name, value] of Object.entries({ leaseMs, handlerTimeoutMs, retentionMs, firstRetryDelayMs, maxRetryDelayMs })) positiveOption(value, `the Queue consumer \`${name}\``)
