@@ -46,8 +46,8 @@ const noop = () => undefined
 /** A source's own error (src/stores/source-state.ts): its message quotes no stored value. */
 const SOURCE_ERROR = 'SecretSourceError'
 
-/** The refusal a source's read ends in; the message never quotes what the source holds. */
-const lookupFailed = (message: string, cause?: unknown) => new WebhookVerificationError('secret_lookup_failed', message, cause === undefined ? undefined : { cause })
+/** 503 `secret_lookup_failed`, the refusal a failed read or lookup ends in; the message never quotes what the source or lookup holds. */
+export const lookupFailed = (message: string, cause?: unknown) => new WebhookVerificationError('secret_lookup_failed', message, cause === undefined ? undefined : { cause })
 
 const unusable = (problem: string) => lookupFailed(`The secret source holds an unusable value: ${problem} (the value is not shown).`)
 
