@@ -227,8 +227,7 @@ export class AnswerCounter {
       this.log(
         `svc-webhooks: ${this.streak} failing answers in a row (last: ${status} ${this.last.code}), counting signed deliveries and this receiver's own faults. ` +
           `The sender disables the endpoint after ${SENDER_DISABLES_AFTER} consecutive failures; fix the cause above, or use \`inbox\` so handler failures answer 202. ` +
-          'Not counted: refusals of unsigned or wrongly signed requests (anyone can send those, so they may not be the sender\'s; ' +
-          'a wrong secret shows in their lines), nor failures only the sender sees (timeouts, other processes).',
+          'Not counted: refusals of unsigned or wrongly signed requests (a wrong secret shows in their own lines), nor failures only the sender sees.',
       )
     }
   }
