@@ -61,7 +61,9 @@ export function matchSignature(
     // node:crypto answers at once; WebCrypto returns a promise, and the loop goes on from the next secret once it answers.
     const matched = hmacMatches(keys[i]!, prefix, body, signed.signatures)
     if (matched === true) return verified(signed, i, body, parse)
-    if (matched !== false) return matched.then((ok) => (ok ? verified(signed, i, body, parse) : matchSignature(signed, body, secrets, parse, i + 1)))
+    // Promise.resolve: a promise of this realm, as the callers test `instanceof Promise`, where
+    // WebCrypto's may be another realm's (the Next.js Edge sandbox's crypto is the host's).
+    if (matched !== false) return Promise.resolve(matched).then((ok) => (ok ? verified(signed, i, body, parse) : matchSignature(signed, body, secrets, parse, i + 1)))
   }
   throw invalidSignature(signed.version, secrets)
 }
