@@ -115,21 +115,20 @@ export interface QueueInboxOptions {
  * await inbox.append(delivery) // 'accepted'
  */
 export class QueueInbox implements WebhookInboxProducer {
-  private readonly store: IdempotencyStore
-  private readonly leaseMs: number
-  private readonly retentionMs: number
+  readonly #queue: QueueProducerLike
+  readonly #store: IdempotencyStore
+  readonly #leaseMs: number
+  readonly #retentionMs: number
 
-  constructor(
-    private readonly queue: QueueProducerLike,
-    { store, leaseMs = 60_000, retentionMs = DEFAULT_RETENTION_MS }: QueueInboxOptions,
-  ) {
+  constructor(queue: QueueProducerLike, { store, leaseMs = 60_000, retentionMs = DEFAULT_RETENTION_MS }: QueueInboxOptions) {
     if (typeof queue?.send !== 'function') throw new TypeError('svc-webhooks: QueueInbox needs a Queue producer binding (env.WEBHOOK_QUEUE; [[queues.producers]] in wrangler.toml).')
     if (!isIdempotencyStore(store)) throw new TypeError('svc-webhooks: QueueInbox needs `store`, e.g. new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY): a Queue cannot tell a resend from a new delivery.')
     positiveOption(leaseMs, 'QueueInbox `leaseMs`')
     positiveOption(retentionMs, 'QueueInbox `retentionMs`')
-    this.store = store
-    this.leaseMs = leaseMs
-    this.retentionMs = retentionMs
+    this.#queue = queue
+    this.#store = store
+    this.#leaseMs = leaseMs
+    this.#retentionMs = retentionMs
   }
 
   async append(delivery: InboxDelivery): Promise<AppendResult> {
@@ -151,8 +150,8 @@ export class QueueInbox implements WebhookInboxProducer {
       throw new RangeError(`svc-webhooks: delivery ${id} takes ${size} bytes as a Queue message; Queues take at most 128 KB. Keep \`maxBodyBytes\` at or under ${QUEUE_MAX_BODY_BYTES}.`)
     }
     const outcome = await claimRun(
-      { store: this.store, keys, owner: crypto.randomUUID(), leaseMs: this.leaseMs, retentionMs: this.retentionMs },
-      () => this.queue.send(body, { contentType: 'json' }),
+      { store: this.#store, keys, owner: crypto.randomUUID(), leaseMs: this.#leaseMs, retentionMs: this.#retentionMs },
+      () => this.#queue.send(body, { contentType: 'json' }),
     )
     // Not sent (the store failed, or `send` did): the ids were released, so the sender's retry
     // (after the 503) appends again.
