@@ -107,7 +107,7 @@ const REFUSAL_CAUSES = {
  */
 const REFUSAL_FIXES = {
   internal_error: "see the receiver's log; retried by the sender",
-  body_already_parsed: 'mount the webhook route before express.json() (see docs/express.md); 500 so the sender retries once fixed',
+  body_already_parsed: 'mount the route before express.json(), c.req.json() or a validator (docs/express.md); Next.js Pages: export const config = { api: { bodyParser: false } }',
   body_too_large: 'raise maxBodyBytes if deliveries this large are expected',
   missing_id: FORWARD,
   invalid_id: UNCHANGED,

@@ -27,31 +27,54 @@ interface Row {
 const refused = <C extends string, S extends number>(code: C, status: S) => ({ outcome: 'refused', status, body: { ok: false, code } }) as const
 
 /**
- * The refusals of a request that cannot be verified or accepted: each is a
- * {@link WebhookErrorCode}, thrown as a `WebhookVerificationError` with its status.
+ * Every refusal code with the status it is answered with: the source of the refusal rows below,
+ * and all that verifying needs of the table (a bundle that only verifies carries no row).
+ *
+ * @example
+ * ERROR_STATUS.body_timeout // 503: the sender retries
+ */
+export const ERROR_STATUS = {
+  // The raw bytes are gone: a mounting bug. 500 so the sender retries once it is fixed.
+  body_already_parsed: 500,
+  body_too_large: 413,
+  missing_id: 400,
+  invalid_id: 400,
+  missing_timestamp: 400,
+  invalid_timestamp: 400,
+  timestamp_too_old: 401,
+  timestamp_in_future: 401,
+  missing_signature: 401,
+  v1_not_allowed: 401,
+  invalid_signature: 401,
+  invalid_json: 400,
+  // 503, never 408: a 408 is a permanent 4xx to the sender.
+  body_timeout: 503,
+  unknown_endpoint: 404,
+  // A lookup that failed and a change in progress are worth coming back for soon.
+  secret_lookup_failed: 503,
+  secret_pending: 503,
+} as const
+
+/** The `code` of a `WebhookVerificationError`: a refusal of a request that cannot be verified or accepted. */
+export type WebhookErrorCode = keyof typeof ERROR_STATUS
+
+/** What a refusal's row adds to its status: `Retry-After` for those worth coming back for soon; a body that never finished arriving also closes the connection, as the rest may never come. */
+const REFUSAL_EXTRAS: { readonly [C in WebhookErrorCode]?: Pick<Row, 'retryAfter' | 'close'> } = {
+  body_timeout: { retryAfter: true, close: true },
+  secret_lookup_failed: { retryAfter: true },
+  secret_pending: { retryAfter: true },
+}
+
+/**
+ * The refusals of a request that cannot be verified or accepted, one row per
+ * {@link WebhookErrorCode}, each thrown as a `WebhookVerificationError` with its status.
  */
 // Built inside pure functions: a bundle that only verifies (it needs ERROR_STATUS alone) drops the rows.
-const REFUSALS = /* @__PURE__ */ (() => ({
-  // The raw bytes are gone: a mounting bug. 500 so the sender retries once it is fixed.
-  body_already_parsed: refused('body_already_parsed', 500),
-  body_too_large: refused('body_too_large', 413),
-  missing_id: refused('missing_id', 400),
-  invalid_id: refused('invalid_id', 400),
-  missing_timestamp: refused('missing_timestamp', 400),
-  invalid_timestamp: refused('invalid_timestamp', 400),
-  timestamp_too_old: refused('timestamp_too_old', 401),
-  timestamp_in_future: refused('timestamp_in_future', 401),
-  missing_signature: refused('missing_signature', 401),
-  v1_not_allowed: refused('v1_not_allowed', 401),
-  invalid_signature: refused('invalid_signature', 401),
-  invalid_json: refused('invalid_json', 400),
-  // 503, never 408: a 408 is a permanent 4xx to the sender. The connection is closed, as the rest of the body may never come.
-  body_timeout: { ...refused('body_timeout', 503), retryAfter: true, close: true, },
-  unknown_endpoint: refused('unknown_endpoint', 404),
-  // A lookup that failed and a change in progress are worth coming back for soon.
-  secret_lookup_failed: { ...refused('secret_lookup_failed', 503), retryAfter: true, },
-  secret_pending: { ...refused('secret_pending', 503), retryAfter: true, },
-}) as const satisfies Record<string, Row>)()
+const REFUSALS = /* @__PURE__ */ (() => {
+  const rows = {} as Record<string, Row>
+  for (const code of Object.keys(ERROR_STATUS) as WebhookErrorCode[]) rows[code] = { ...refused(code, ERROR_STATUS[code]), ...REFUSAL_EXTRAS[code] }
+  return rows as { readonly [C in WebhookErrorCode]: ReturnType<typeof refused<C, (typeof ERROR_STATUS)[C]>> & { readonly retryAfter?: true; readonly close?: true } }
+})()
 
 /**
  * Every answer by name, without its texts (the public `ANSWERS` adds them). A refusal's name is
@@ -88,36 +111,6 @@ export type WebhookOutcome = (typeof ANSWER_ROWS)[AnswerName]['outcome']
 export interface AnswerFacts extends Omit<Row, 'outcome'> {
   outcome: WebhookOutcome
 }
-
-/** The `code` of a `WebhookVerificationError`: a refusal of a request that cannot be verified or accepted. */
-export type WebhookErrorCode = keyof typeof REFUSALS
-
-/**
- * Every refusal code with the status it is answered with: the `status` column of the refusal
- * rows of {@link ANSWER_ROWS}, written out so that verifying needs no row (the type checks each
- * one against its row, and that no code is missing).
- *
- * @example
- * ERROR_STATUS.body_timeout // 503: the sender retries
- */
-export const ERROR_STATUS = {
-  body_already_parsed: 500,
-  body_too_large: 413,
-  missing_id: 400,
-  invalid_id: 400,
-  missing_timestamp: 400,
-  invalid_timestamp: 400,
-  timestamp_too_old: 401,
-  timestamp_in_future: 401,
-  missing_signature: 401,
-  v1_not_allowed: 401,
-  invalid_signature: 401,
-  invalid_json: 400,
-  body_timeout: 503,
-  unknown_endpoint: 404,
-  secret_lookup_failed: 503,
-  secret_pending: 503,
-} as const satisfies { readonly [C in WebhookErrorCode]: (typeof REFUSALS)[C]['status'] }
 
 /** The `code` in an answer's JSON body. */
 export type WebhookAnswerCode = Exclude<AnswerName, 'processed'>

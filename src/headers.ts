@@ -68,30 +68,37 @@ const MAX_SIGNATURES = 16
  * {@link WebhookVerificationError}.
  */
 export function readSignedHeaders<S>(source: S, get: HeaderGetter<S>, rules: HeaderRules): SignedHeaders {
-  const id = readId(get(source, HEADER_ID))
-  const timestampText = single(get(source, HEADER_TIMESTAMP)) ?? missingTimestamp()
-  const timestamp = readTimestamp(timestampText)
-  const v2Header = get(source, HEADER_SIGNATURE_V2)
-  let version: 'v2' | 'v1'
-  let signatures: string[]
-  if (v2Header !== undefined && v2Header !== '') {
-    version = 'v2'
-    signatures = parseSignatures(v2Header, 'v2=')
-  } else {
+  const id = single(get(source, HEADER_ID))
+  if (id === undefined) throw missing('missing_id', HEADER_ID)
+  if (!DELIVERY_ID.test(id)) throw new WebhookVerificationError('invalid_id', `The ${HEADER_ID} header is not one id of 1 to ${MAX_ID_LENGTH} visible ASCII characters.`)
+  const timestampText = single(get(source, HEADER_TIMESTAMP))
+  if (timestampText === undefined) throw missing('missing_timestamp', HEADER_TIMESTAMP)
+  const timestamp = secondsOf(timestampText)
+  if (timestamp < 0) throw new WebhookVerificationError('invalid_timestamp', `The ${HEADER_TIMESTAMP} header is not decimal Unix seconds.`)
+  let header = get(source, HEADER_SIGNATURE_V2)
+  let version: 'v2' | 'v1' = 'v2'
+  if (header === undefined || header === '') {
     // The legacy header is only read when v2 is absent: one lookup fewer on every v2 delivery.
-    const v1Header = get(source, HEADER_SIGNATURE_V1)
-    if (v1Header === undefined || v1Header === '') {
-      throw new WebhookVerificationError('missing_signature', `No ${HEADER_SIGNATURE_V2} header.`)
-    }
-    signatures = parseSignatures(v1Header, 'v1=')
-    if (!rules.allowV1) {
-      throw new WebhookVerificationError('v1_not_allowed', `Only the legacy v1 signature (${HEADER_SIGNATURE_V1}), and allowV1 is off.`)
-    }
+    header = get(source, HEADER_SIGNATURE_V1)
+    if (header === undefined || header === '') throw missing('missing_signature', HEADER_SIGNATURE_V2)
     version = 'v1'
   }
-  checkTimestamp(timestamp, rules)
+  const signatures = parseSignatures(header, version)
+  if (version === 'v1' && !rules.allowV1) {
+    throw new WebhookVerificationError('v1_not_allowed', `Only the legacy v1 signature (${HEADER_SIGNATURE_V1}), and allowV1 is off.`)
+  }
+  const { toleranceSeconds } = rules
+  const skew = Math.floor(rules.now() / 1000) - timestamp
+  if (skew > toleranceSeconds || -skew > toleranceSeconds) {
+    throw new WebhookVerificationError(
+      skew > 0 ? 'timestamp_too_old' : 'timestamp_in_future',
+      `The signed timestamp is ${Math.abs(skew)} s ${skew > 0 ? 'old' : 'ahead'}, over the ${toleranceSeconds} s tolerance.`,
+    )
+  }
   return { id, timestampText, timestamp, version, signatures }
 }
+
+const missing = (code: 'missing_id' | 'missing_timestamp' | 'missing_signature', name: string) => new WebhookVerificationError(code, `The ${name} header is missing.`)
 
 /** A header sent once, as a string; a repeated one joined so the checks below refuse it. */
 function single(value: HeaderValue): string | undefined {
@@ -101,30 +108,6 @@ function single(value: HeaderValue): string | undefined {
 
 /** One delivery id: 1 to 256 visible ASCII characters (a regular expression beats a loop here). */
 export const DELIVERY_ID = new RegExp(`^[\\x21-\\x7e]{1,${MAX_ID_LENGTH}}$`)
-
-function readId(raw: HeaderValue): string {
-  const id = single(raw)
-  if (id === undefined) {
-    throw new WebhookVerificationError('missing_id', `The ${HEADER_ID} header is missing.`)
-  }
-  if (!DELIVERY_ID.test(id)) {
-    throw new WebhookVerificationError('invalid_id', `The ${HEADER_ID} header is not one id of 1 to ${MAX_ID_LENGTH} visible ASCII characters.`)
-  }
-  return id
-}
-
-function missingTimestamp(): never {
-  throw new WebhookVerificationError('missing_timestamp', `The ${HEADER_TIMESTAMP} header is missing.`)
-}
-
-/** The timestamp header's seconds; `value` is its text, which is what was signed. */
-function readTimestamp(value: string): number {
-  const seconds = secondsOf(value)
-  if (seconds < 0) {
-    throw new WebhookVerificationError('invalid_timestamp', `The ${HEADER_TIMESTAMP} header is not decimal Unix seconds.`)
-  }
-  return seconds
-}
 
 /**
  * 1 to 10 decimal digits as a number (the year 2286 at most: anything longer is absurd, DESIGN.md
@@ -141,18 +124,9 @@ function secondsOf(text: string): number {
   return seconds
 }
 
-function checkTimestamp(timestamp: number, rules: HeaderRules): void {
-  const skew = Math.floor(rules.now() / 1000) - timestamp
-  if (skew > rules.toleranceSeconds) {
-    throw new WebhookVerificationError('timestamp_too_old', `The signed timestamp is ${skew} s old, over the ${rules.toleranceSeconds} s tolerance.`)
-  }
-  if (-skew > rules.toleranceSeconds) {
-    throw new WebhookVerificationError('timestamp_in_future', `The signed timestamp is ${-skew} s ahead, over the ${rules.toleranceSeconds} s tolerance.`)
-  }
-}
-
 /** Values of a signature header: `v2=<hex>` entries separated by spaces or commas (DESIGN.md rule 7). */
-function parseSignatures(header: string | readonly string[], scheme: 'v2=' | 'v1='): string[] {
+function parseSignatures(header: string | readonly string[], version: 'v2' | 'v1'): string[] {
+  const scheme = version === 'v2' ? 'v2=' : 'v1='
   const text = typeof header === 'string' ? header : header.join(',')
   // The common case, one value: no scan for separators.
   if (text.length === 67) {

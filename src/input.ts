@@ -13,7 +13,7 @@ export interface WebhookInput {
   headers: WebhookHeaders
 }
 
-const encoder = new TextEncoder()
+const encoder = /* @__PURE__ */ new TextEncoder()
 
 /** Whether a held body is raw bytes or text (not an object a JSON parser made of them). */
 export function isRawBody(body: unknown): body is Uint8Array | ArrayBuffer | ArrayBufferView | string {
@@ -55,16 +55,15 @@ export function tooLarge(maxBodyBytes: number): WebhookVerificationError {
 /**
  * The one `body_already_parsed` refusal, whatever read the body first: the core raises it when a
  * transport says the body was consumed (`WebhookTransport.consumed`), so every framework answers,
- * logs and counts it alike. The one refusal whose message keeps its fix, for each common mounting
- * mistake: in verify-only mode it reaches the framework's error handler, which prints the message.
+ * logs and counts it alike. The one refusal whose message keeps its fix, the common mounting
+ * mistake: in verify-only mode it reaches the framework's error handler, which prints the
+ * message. The fix for each framework (Hono, a Next.js Pages route) is the answers table's,
+ * printed by the log line.
  */
 export function bodyAlreadyParsed(): WebhookVerificationError {
   return new WebhookVerificationError(
     'body_already_parsed',
-    'The raw request body is needed to verify the signature, but something read or parsed it before svc-webhooks did. ' +
-      'Mount webhooks() first on the route, before any JSON body parser (e.g. before express.json(), or give the route ' +
-      'express.raw({ type: "*/*" })); in Hono, before c.req.json() or a validator; in a Next.js Pages route, ' +
-      'export const config = { api: { bodyParser: false } }; with verifyWebhook, pass the bytes as received ' +
-      '(e.g. await request.arrayBuffer()), not a parsed object.',
+    'The raw request body is needed, but something read or parsed it first: mount webhooks() first, before any JSON body parser ' +
+      '(e.g. before express.json()); with verifyWebhook, pass the bytes as received, not a parsed object.',
   )
 }

@@ -107,6 +107,9 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
 const cache = new WeakMap<object, ResolvedVerifyOptions>()
 
+/** A finite number above 0 (NaN and Infinity are not). */
+const positive = (value: unknown) => typeof value === 'number' && value > 0 && value < Infinity
+
 function fail(message: string): never {
   throw new TypeError(`svc-webhooks: ${message}`)
 }
@@ -133,36 +136,22 @@ export function resolveVerifyOptions(options: VerifyOptions): ResolvedVerifyOpti
     pendingHoldMs = 8000,
   } = options
   let secrets: SecretSet | undefined
-  if (typeof secret === 'function' || isSecretSource(secret)) {
-    // Checked per request (src/secrets.ts).
-  } else {
+  // A function or a source is checked per request (src/secrets/lookup.ts).
+  if (typeof secret !== 'function' && !isSecretSource(secret)) {
     const problem = secretProblem(secret)
-    if (problem === 'none') {
-      fail(
-        '`secret` is required: the endpoint\'s signing secret (svc_whsec_...), an array of them during a rotation, or a secret source. Is the environment variable set?',
-      )
-    }
+    if (problem === 'none') fail('`secret` is required: the signing secret (svc_whsec_...), an array of them, a secret source or a function. Is the environment variable set?')
     if (problem) fail(problem)
     secrets = importSecrets(secret)
   }
-  if (typeof toleranceSeconds !== 'number' || !Number.isFinite(toleranceSeconds) || toleranceSeconds <= 0) {
-    fail('`toleranceSeconds` must be a positive number of seconds (default 300); it cannot switch the timestamp check off.')
-  }
-  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0) {
-    fail('`maxBodyBytes` must be a positive whole number of bytes (default 1048576).')
-  }
-  if (typeof bodyTimeoutMs !== 'number' || !Number.isFinite(bodyTimeoutMs) || bodyTimeoutMs <= 0) {
-    fail('`bodyTimeoutMs` must be a positive number of milliseconds (default 10000).')
-  }
+  if (!positive(toleranceSeconds)) fail('`toleranceSeconds` must be a positive number of seconds; it cannot switch the timestamp check off.')
+  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0) fail('`maxBodyBytes` must be a positive whole number of bytes.')
   if (typeof allowV1 !== 'boolean') fail('`allowV1` must be a boolean.')
   if (typeof now !== 'function') fail('`now` must be a function returning milliseconds since the epoch.')
-  for (const [name, value] of Object.entries({ secretRefreshMs, secretRereadMs, secretReadTimeoutMs, maxPendingMs })) {
-    if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) fail(`\`${name}\` must be a positive number of milliseconds.`)
+  for (const [name, value] of Object.entries({ bodyTimeoutMs, secretRefreshMs, secretRereadMs, secretReadTimeoutMs, maxPendingMs })) {
+    if (!positive(value)) fail(`\`${name}\` must be a positive number of milliseconds.`)
   }
   // Past 9.5 s the sender has given up on the attempt: a 503 it never reads is one more failure.
-  if (typeof pendingHoldMs !== 'number' || !Number.isFinite(pendingHoldMs) || pendingHoldMs < 0 || pendingHoldMs > 9500) {
-    fail('`pendingHoldMs` must be 0 to 9500 ms: the sender waits 10 s.')
-  }
+  if (typeof pendingHoldMs !== 'number' || !(pendingHoldMs >= 0 && pendingHoldMs <= 9500)) fail('`pendingHoldMs` must be 0 to 9500 ms: the sender waits 10 s.')
   const resolved: ResolvedVerifyOptions = {
     ...(secrets ? { secrets } : isSecretSource(secret) ? { source: secret } : { lookup: secret as SecretLookup<unknown> }),
     sourceSettings: {

@@ -34,7 +34,7 @@ export function bodyTimeout(timeoutMs: number): WebhookVerificationError {
   return new WebhookVerificationError('body_timeout', `The body was still arriving after ${timeoutMs} ms (bodyTimeoutMs).`)
 }
 
-const encoder = new TextEncoder()
+const encoder = /* @__PURE__ */ new TextEncoder()
 
 /** The part of a Node.js `IncomingMessage` (or any Readable) the reader uses. */
 export interface NodeBodyStream {

@@ -15,7 +15,7 @@ import { TIMED_OUT, within } from './secrets/index.js'
 import { MemoryStore } from './stores/memory.js'
 import { claimRun } from './claim.js'
 import { DEFAULT_RETENTION_MS, isIdempotencyStore, type IdempotencyStore } from './contracts/store.js'
-import { positiveOption } from './option-checks.js'
+import { positiveOption, waitOption } from './option-checks.js'
 import { heldTransport, verifyDelivery, verifySignature, type VerifiedDelivery, type VerifyProgress } from './verify.js'
 import type { WebhookInbox, WebhookInboxProducer } from './contracts/inbox.js'
 import { appendWithin } from './inbox/append.js'
@@ -307,12 +307,8 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
   positiveOption(leaseMs, '`leaseMs`')
   positiveOption(retentionMs, '`retentionMs`')
   positiveOption(retryAfterSeconds, '`retryAfterSeconds`', 'seconds')
-  if (inboxWaitMs !== undefined && (typeof inboxWaitMs !== 'number' || !Number.isFinite(inboxWaitMs) || inboxWaitMs < 0 || inboxWaitMs > 9000)) {
-    throw new TypeError('svc-webhooks: `inboxWaitMs` must be a number of milliseconds from 0 to 9000: the sender waits 10 s for an answer.')
-  }
-  if (typeof engineWaitMs !== 'number' || !Number.isFinite(engineWaitMs) || engineWaitMs < 0 || engineWaitMs > 9000) {
-    throw new TypeError('svc-webhooks: `engineWaitMs` must be a number of milliseconds from 0 to 9000 (default 8000): the sender waits 10 s for an answer.')
-  }
+  if (inboxWaitMs !== undefined) waitOption(inboxWaitMs, '`inboxWaitMs`', 9000)
+  waitOption(engineWaitMs, '`engineWaitMs`', 9000)
   const { requests: maxHeldRequests = 1000, bytes: maxHeldBytes = 64 * 1024 * 1024 } = maxHeld ?? {}
   positiveOption(maxHeldRequests, '`maxHeld.requests`', 'requests')
   positiveOption(maxHeldBytes, '`maxHeld.bytes`', 'bytes')

@@ -6,7 +6,7 @@
  * comes first; this file only matches.
  */
 import { decodeUtf8, hmacMatches } from '#crypto'
-import { isWebhookVerificationError, WebhookVerificationError } from './errors.js'
+import { WebhookVerificationError } from './errors.js'
 import type { WebhookEvent } from './events.js'
 import type { SignedHeaders } from './headers.js'
 import { SECRET_PREFIX, type SecretSet, type SourceSecretSet } from './secrets/index.js'
@@ -42,15 +42,6 @@ export interface VerifiedDelivery<E = WebhookEvent> extends VerifiedSignature {
   late?: boolean
 }
 
-/** What is known once the headers passed: everything the HMAC loop and the answer need. */
-interface Signed {
-  secrets: SecretSet
-  signed: SignedHeaders
-  prefix: string
-  body: Uint8Array
-  parse: boolean
-}
-
 /**
  * The HMAC over the raw body for headers that passed the core's header checks (`checkBeforeBody`
  * in src/verify.ts: a header without one well-formed value is refused there, with no HMAC):
@@ -62,23 +53,25 @@ export function matchSignature(
   body: Uint8Array,
   secrets: SecretSet,
   parse: boolean,
+  from = 0,
 ): VerifiedDelivery | VerifiedSignature | Promise<VerifiedDelivery | VerifiedSignature> {
   const prefix = signed.version === 'v2' ? `${signed.id}.${signed.timestampText}.` : `${signed.timestampText}.`
   const { keys } = secrets
-  for (let i = 0; i < keys.length; i++) {
-    // node:crypto answers at once; WebCrypto returns a promise, and the loop goes on in one.
+  for (let i = from; i < keys.length; i++) {
+    // node:crypto answers at once; WebCrypto returns a promise, and the loop goes on from the next secret once it answers.
     const matched = hmacMatches(keys[i]!, prefix, body, signed.signatures)
     if (matched === true) return verified(signed, i, body, parse)
-    if (matched !== false) return matchSignatureAsync({ secrets, signed, prefix, body, parse }, i, matched)
+    // Promise.resolve: a promise of this realm, as the callers test `instanceof Promise`, where
+    // WebCrypto's may be another realm's (the Next.js Edge sandbox's crypto is the host's).
+    if (matched !== false) return Promise.resolve(matched).then((ok) => (ok ? verified(signed, i, body, parse) : matchSignature(signed, body, secrets, parse, i + 1)))
   }
   throw invalidSignature(signed.version, secrets)
 }
 
 /**
  * {@link matchSignature} for secrets of any origin. Secrets read from a secret source get a
- * second chance on a mismatch: the source is re-read (src/secrets/cache.ts) and the delivery
- * matched against what it holds now; while a change is pending, the delivery is held and the
- * source re-read until a secret matches (then verified) or the hold runs out (503 `secret_pending`).
+ * second chance on a mismatch (their cache's `rematch`, src/secrets/cache.ts): the delivery is
+ * matched against a fresh read, and held while a change is pending there.
  */
 export function matchSecrets(
   signed: SignedHeaders,
@@ -86,61 +79,16 @@ export function matchSecrets(
   secrets: SecretSet,
   parse: boolean,
 ): VerifiedDelivery | VerifiedSignature | Promise<VerifiedDelivery | VerifiedSignature> {
-  if (secrets.source === undefined) return matchSignature(signed, body, secrets, parse)
+  const { rematch } = secrets
+  if (rematch === undefined) return matchSignature(signed, body, secrets, parse)
+  const again = (error: unknown) => rematch(secrets as SourceSecretSet, error, (fresh) => matchSignature(signed, body, fresh, parse))
   let matched: ReturnType<typeof matchSignature>
   try {
     matched = matchSignature(signed, body, secrets, parse)
   } catch (error) {
-    return matchFresh(error, signed, body, secrets as SourceSecretSet, parse)
+    return again(error)
   }
-  return matched instanceof Promise ? matched.catch((error: unknown) => matchFresh(error, signed, body, secrets as SourceSecretSet, parse)) : matched
-}
-
-/**
- * After a mismatch against a source's cached secrets: the same delivery against a fresh read,
- * and while that read says a change is pending, against each later read until one matches or the
- * hold (`pendingHoldMs`, on a real timer: it is the sender's real 10 s) runs out. A rotation whose
- * call takes a few seconds is then answered 2xx, not 503: each 503 counts toward the sender's 20.
- */
-async function matchFresh(mismatch: unknown, signed: SignedHeaders, body: Uint8Array, used: SourceSecretSet, parse: boolean): Promise<VerifiedSignature> {
-  if (!isWebhookVerificationError(mismatch) || mismatch.code !== 'invalid_signature') throw mismatch
-  const { source } = used
-  let tried = used.keys
-  let fresh = await source.recheck()
-  let timer: ReturnType<typeof setTimeout> | undefined
-  let over: Promise<undefined> | undefined
-  try {
-    // Bounded twice: by the hold's timer, and by a count (re-reads are spaced by secretRereadMs, at least 1 ms).
-    for (let round = 0; round < 10_000; round++) {
-      if (fresh.keys !== tried) {
-        tried = fresh.keys
-        try {
-          return await matchSignature(signed, body, fresh, parse)
-        } catch (error) {
-          if (!isWebhookVerificationError(error) || error.code !== 'invalid_signature') throw error
-          mismatch = error
-        }
-      }
-      if (!source.holding(fresh)) break
-      over ??= new Promise<undefined>((done) => (timer = setTimeout(done, source.holdMs, undefined)))
-      const next = await Promise.race([source.recheck(), over])
-      if (next === undefined) break
-      fresh = next
-    }
-  } finally {
-    clearTimeout(timer)
-  }
-  throw source.refusal(fresh, mismatch)
-}
-
-/** The rest of the secrets loop when the HMAC is a promise (WebCrypto), from secret `index`. */
-async function matchSignatureAsync(state: Signed, index: number, pending: Promise<boolean>): Promise<VerifiedSignature> {
-  const { secrets, prefix, body, signed } = state
-  for (let i = index; i < secrets.keys.length; i++) {
-    const matched = i === index ? await pending : await hmacMatches(secrets.keys[i]!, prefix, body, signed.signatures)
-    if (matched) return verified(signed, i, body, state.parse)
-  }
-  throw invalidSignature(signed.version, secrets)
+  return matched instanceof Promise ? matched.catch(again) : matched
 }
 
 /** The answer, built once: with the parsed event for `verifyWebhook`, without for `verifySignature`. */
@@ -152,7 +100,7 @@ function verified(signed: SignedHeaders, secretIndex: number, rawBody: Uint8Arra
 
 function invalidSignature(version: 'v2' | 'v1', secrets: SecretSet): WebhookVerificationError {
   const unprefixed = secrets.unprefixed ? ` A configured secret lacks the "${SECRET_PREFIX}" prefix: use the whole value.` : ''
-  return new WebhookVerificationError('invalid_signature', `No ${version} signature matched the ${secrets.count === 1 ? 'configured secret' : `${secrets.count} configured secrets`}.${unprefixed}`)
+  return new WebhookVerificationError('invalid_signature', `No ${version} signature matched the ${secrets.keys.length === 1 ? 'configured secret' : `${secrets.keys.length} configured secrets`}.${unprefixed}`)
 }
 
 /** Parses a verified body: UTF-8 JSON, an object with a string `event`. */

@@ -54,8 +54,8 @@ export interface SignedWebhook {
   headers: Record<string, string>
 }
 
-const encoder = new TextEncoder()
-const decoder = new TextDecoder()
+const encoder = /* @__PURE__ */ new TextEncoder()
+const decoder = /* @__PURE__ */ new TextDecoder()
 
 /**
  * Serializes an event as the service does: keys sorted at every level, no whitespace, non-ASCII

@@ -201,12 +201,15 @@ function lineOf(result: { outcome: WebhookOutcome; status: number; code?: string
 
 /** Counts answers by outcome and code, and the failing streak the sender saw; warns as the streak grows. */
 export class AnswerCounter {
-  private readonly answers: Partial<Record<WebhookOutcome, number>> = {}
-  private readonly codes: Partial<Record<WebhookAnswerCode, number>> = {}
-  private streak = 0
-  private last: ReceiverStats['lastFailure']
+  readonly #answers: Partial<Record<WebhookOutcome, number>> = {}
+  readonly #codes: Partial<Record<WebhookAnswerCode, number>> = {}
+  #streak = 0
+  #last: ReceiverStats['lastFailure']
+  readonly #log: ((line: string) => void) | undefined
 
-  constructor(private readonly log: ((line: string) => void) | undefined) {}
+  constructor(log: ((line: string) => void) | undefined) {
+    this.#log = log
+  }
 
   /**
    * `streak`: whether the answer counts in the failing streak ({@link seenBySender}); an answer
@@ -214,31 +217,30 @@ export class AnswerCounter {
    * counts: a successful one costs no clock read.
    */
   count(outcome: WebhookOutcome, status: number, code: WebhookAnswerCode | undefined, streak: boolean, now: () => number): void {
-    this.answers[outcome] = (this.answers[outcome] ?? 0) + 1
-    if (code !== undefined) this.codes[code] = (this.codes[code] ?? 0) + 1
+    this.#answers[outcome] = (this.#answers[outcome] ?? 0) + 1
+    if (code !== undefined) this.#codes[code] = (this.#codes[code] ?? 0) + 1
     if (!streak) return
     if (status < 300) {
-      this.streak = 0
+      this.#streak = 0
       return
     }
-    this.streak++
-    this.last = { status, code: code ?? String(status), at: now() }
-    if (this.log && STREAK_WARNINGS.has(this.streak)) {
-      this.log(
-        `svc-webhooks: ${this.streak} failing answers in a row (last: ${status} ${this.last.code}), counting signed deliveries and this receiver's own faults. ` +
+    this.#streak++
+    this.#last = { status, code: code ?? String(status), at: now() }
+    if (this.#log && STREAK_WARNINGS.has(this.#streak)) {
+      this.#log(
+        `svc-webhooks: ${this.#streak} failing answers in a row (last: ${status} ${this.#last.code}), counting signed deliveries and this receiver's own faults. ` +
           `The sender disables the endpoint after ${SENDER_DISABLES_AFTER} consecutive failures; fix the cause above, or use \`inbox\` so handler failures answer 202. ` +
-          'Not counted: refusals of unsigned or wrongly signed requests (anyone can send those, so they may not be the sender\'s; ' +
-          'a wrong secret shows in their lines), nor failures only the sender sees (timeouts, other processes).',
+          'Not counted: refusals of unsigned or wrongly signed requests (a wrong secret shows in their own lines), nor failures only the sender sees.',
       )
     }
   }
 
   snapshot(): ReceiverStats {
     return {
-      answers: { ...this.answers },
-      codes: { ...this.codes },
-      consecutiveFailures: this.streak,
-      ...(this.last ? { lastFailure: { ...this.last } } : {}),
+      answers: { ...this.#answers },
+      codes: { ...this.#codes },
+      consecutiveFailures: this.#streak,
+      ...(this.#last ? { lastFailure: { ...this.#last } } : {}),
     }
   }
 }

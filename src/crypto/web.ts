@@ -15,8 +15,8 @@ export interface SecretKey {
   key?: CryptoKey
 }
 
-const encoder = new TextEncoder()
-const decoder = new TextDecoder('utf-8', { fatal: true })
+const encoder = /* @__PURE__ */ new TextEncoder()
+const decoder = /* @__PURE__ */ new TextDecoder('utf-8', { fatal: true })
 
 /** Imports a secret once; the result is cached by the caller for the life of the options. */
 export function importSecret(secret: string): SecretKey {
@@ -61,7 +61,7 @@ function sign(key: CryptoKey, prefix: string, body: Uint8Array): Promise<ArrayBu
 }
 
 /** Two lowercase hex digits per byte value. */
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'))
+const HEX = /* @__PURE__ */ Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'))
 
 /** HMAC-SHA256(key, prefix || body) as 64 lowercase hex digits. `prefix` is ASCII (id, timestamp, dots). */
 export async function hmacHex(key: SecretKey, prefix: string, body: Uint8Array): Promise<string> {
@@ -74,11 +74,11 @@ export async function hmacHex(key: SecretKey, prefix: string, body: Uint8Array):
 
 /**
  * Whether HMAC-SHA256(key, prefix || body) is one of `signatures` (64 lowercase hex digits each),
- * compared in constant time. One value (every delivery but a rotation's) goes to `verify`, whose
- * comparison is the platform's constant-time one (OpenSSL's and BoringSSL's `CRYPTO_memcmp`): no
- * digest handed back to JavaScript. Several are matched against one `sign`, each byte of each
- * compared whatever the first difference. Not an async function: WebCrypto's own promise is
- * returned as is, not wrapped in another.
+ * compared in constant time: each value goes to `verify`, whose comparison is the platform's
+ * constant-time one (OpenSSL's and BoringSSL's `CRYPTO_memcmp`), with no digest handed back to
+ * JavaScript. Several values (only a header during a rotation holds more than one) are one
+ * `verify` each. Not an async function: WebCrypto's own promise is returned as is, not wrapped in
+ * another.
  */
 export function hmacMatches(key: SecretKey, prefix: string, body: Uint8Array, signatures: readonly string[]): Promise<boolean> {
   if (key.key !== undefined) return matchKey(key.key, prefix, body, signatures)
@@ -86,28 +86,20 @@ export function hmacMatches(key: SecretKey, prefix: string, body: Uint8Array, si
 }
 
 function matchKey(key: CryptoKey, prefix: string, body: Uint8Array, signatures: readonly string[]): Promise<boolean> {
-  if (signatures.length === 1) {
-    const sent = signatures[0]!
-    for (let i = 0; i < 32; i++) expected[i] = (hexDigit(sent.charCodeAt(2 * i)) << 4) | hexDigit(sent.charCodeAt(2 * i + 1))
-    // No closure per call on the path every delivery but a rotation's takes.
-    const data = signedBytes(prefix, body)
-    try {
-      return crypto.subtle.verify('HMAC', key, expected, data)
-    } finally {
-      data.fill(0)
-    }
+  // No closure per call on the path every delivery but a rotation's takes.
+  if (signatures.length === 1) return verifyHex(key, prefix, body, signatures[0]!)
+  return Promise.all(signatures.map((sent) => verifyHex(key, prefix, body, sent))).then((matched) => matched.includes(true))
+}
+
+/** `verify` of one value: `verify` copies the signature and the data before it returns, so both buffers are free again at once. */
+function verifyHex(key: CryptoKey, prefix: string, body: Uint8Array, sent: string): Promise<boolean> {
+  for (let i = 0; i < 32; i++) expected[i] = (hexDigit(sent.charCodeAt(2 * i)) << 4) | hexDigit(sent.charCodeAt(2 * i + 1))
+  const data = signedBytes(prefix, body)
+  try {
+    return crypto.subtle.verify('HMAC', key, expected, data)
+  } finally {
+    data.fill(0)
   }
-  return sign(key, prefix, body).then((signed) => {
-    const digest = new Uint8Array(signed)
-    let found = false
-    for (let j = 0; j < signatures.length; j++) {
-      const sent = signatures[j]!
-      let diff = 0
-      for (let i = 0; i < 32; i++) diff |= ((hexDigit(sent.charCodeAt(2 * i)) << 4) | hexDigit(sent.charCodeAt(2 * i + 1))) ^ digest[i]!
-      found ||= diff === 0
-    }
-    return found
-  })
 }
 
 /** The value of a lowercase hex digit's character code (the header checks let only those through). */

@@ -4,7 +4,7 @@
  * processing policy their processors hand to {@link processDelivery}, and the option checks.
  * Each engine file only says how its queue stores a job and how its worker acks one.
  */
-import { refuseOrdering } from '../inbox/ordering-refused.js'
+import { BULLMQ_ORDERING_REFUSED, PG_BOSS_ORDERING_REFUSED, refuseOrdering } from '../inbox/ordering-refused.js'
 import { fromBase64, toBase64 } from '../base64.js'
 import type { WebhookHandler, WebhookHandlers } from '../contracts/handler.js'
 import { DEFAULT_RETENTION_MS, isIdempotencyStore, type IdempotencyStore } from '../contracts/store.js'
@@ -165,7 +165,7 @@ export interface EngineProcessorOptions {
 export function enginePolicy(engine: string, options: EngineProcessorOptions, timing: { handlerTimeoutMs: number; claimMs: number; firstRetryDelayMs: number; maxRetryDelayMs: number }): ProcessPolicy {
   const { on, store, retentionMs = DEFAULT_RETENTION_MS, onResult, now = Date.now } = options
   if (typeof on !== 'object' || on === null) throw new TypeError(`svc-webhooks: the ${engine} processor needs \`on\`, the handlers by event type.`)
-  refuseOrdering(engine === 'BullMQ' ? 'BullMQ' : 'pg-boss', (options as { ordering?: unknown }).ordering)
+  refuseOrdering(engine, engine === 'BullMQ' ? BULLMQ_ORDERING_REFUSED : PG_BOSS_ORDERING_REFUSED, (options as { ordering?: unknown }).ordering)
   if (store !== undefined && !isIdempotencyStore(store)) throw new TypeError(`svc-webhooks: the ${engine} processor's \`store\` must be an IdempotencyStore (RedisStore, PostgresStore).`)
   positiveOption(retentionMs, `${engine} processor retentionMs`)
   const lines = lineSink(options.log, `${engine} processor`, now)

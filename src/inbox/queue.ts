@@ -31,7 +31,7 @@ import type { WebhookTelemetry } from '../telemetry.js'
 import { type AppendResult, type InboxDelivery, type WebhookInboxProducer } from '../contracts/inbox.js'
 import { processDelivery, retryDelay, type InboxWorkerResult, type ProcessPolicy } from './process.js'
 import { storedError } from './text.js'
-import { refuseOrdering } from './ordering-refused.js'
+import { QUEUES_ORDERING_REFUSED, refuseOrdering } from './ordering-refused.js'
 
 /** The parts of a Queue producer binding (`env.WEBHOOK_QUEUE`) the inbox uses (structural: no workers-types needed). */
 export interface QueueProducerLike {
@@ -115,21 +115,20 @@ export interface QueueInboxOptions {
  * await inbox.append(delivery) // 'accepted'
  */
 export class QueueInbox implements WebhookInboxProducer {
-  private readonly store: IdempotencyStore
-  private readonly leaseMs: number
-  private readonly retentionMs: number
+  readonly #queue: QueueProducerLike
+  readonly #store: IdempotencyStore
+  readonly #leaseMs: number
+  readonly #retentionMs: number
 
-  constructor(
-    private readonly queue: QueueProducerLike,
-    { store, leaseMs = 60_000, retentionMs = DEFAULT_RETENTION_MS }: QueueInboxOptions,
-  ) {
+  constructor(queue: QueueProducerLike, { store, leaseMs = 60_000, retentionMs = DEFAULT_RETENTION_MS }: QueueInboxOptions) {
     if (typeof queue?.send !== 'function') throw new TypeError('svc-webhooks: QueueInbox needs a Queue producer binding (env.WEBHOOK_QUEUE; [[queues.producers]] in wrangler.toml).')
     if (!isIdempotencyStore(store)) throw new TypeError('svc-webhooks: QueueInbox needs `store`, e.g. new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY): a Queue cannot tell a resend from a new delivery.')
     positiveOption(leaseMs, 'QueueInbox `leaseMs`')
     positiveOption(retentionMs, 'QueueInbox `retentionMs`')
-    this.store = store
-    this.leaseMs = leaseMs
-    this.retentionMs = retentionMs
+    this.#queue = queue
+    this.#store = store
+    this.#leaseMs = leaseMs
+    this.#retentionMs = retentionMs
   }
 
   async append(delivery: InboxDelivery): Promise<AppendResult> {
@@ -151,8 +150,8 @@ export class QueueInbox implements WebhookInboxProducer {
       throw new RangeError(`svc-webhooks: delivery ${id} takes ${size} bytes as a Queue message; Queues take at most 128 KB. Keep \`maxBodyBytes\` at or under ${QUEUE_MAX_BODY_BYTES}.`)
     }
     const outcome = await claimRun(
-      { store: this.store, keys, owner: crypto.randomUUID(), leaseMs: this.leaseMs, retentionMs: this.retentionMs },
-      () => this.queue.send(body, { contentType: 'json' }),
+      { store: this.#store, keys, owner: crypto.randomUUID(), leaseMs: this.#leaseMs, retentionMs: this.#retentionMs },
+      () => this.#queue.send(body, { contentType: 'json' }),
     )
     // Not sent (the store failed, or `send` did): the ids were released, so the sender's retry
     // (after the 503) appends again.
@@ -253,7 +252,7 @@ function queueConsumer(options: QueueConsumerOptions, warn: boolean): (batch: Qu
   const { leaseMs = 15 * 60 * 1000, retentionMs = DEFAULT_RETENTION_MS, firstRetryDelayMs = 1000, maxRetryDelayMs = 60 * 60 * 1000 } = options
   // Never longer than the claim: a shorter leaseMs given alone shortens the deadline with it.
   const { handlerTimeoutMs = Math.min(5 * 60 * 1000, leaseMs) } = options
-  refuseOrdering('Cloudflare Queues', (options as { ordering?: unknown }).ordering)
+  refuseOrdering('Cloudflare Queues', QUEUES_ORDERING_REFUSED, (options as { ordering?: unknown }).ordering)
   if (typeof on !== 'object' || on === null) throw new TypeError('svc-webhooks: the Queue consumer needs `on`, the handlers by event type.')
   if (!isIdempotencyStore(store)) throw new TypeError('svc-webhooks: the Queue consumer needs `store`, e.g. new DurableObjectStore(env.WEBHOOK_IDEMPOTENCY): Queues deliver at least once.')
   for (const [name, value] of Object.entries({ leaseMs, handlerTimeoutMs, retentionMs, firstRetryDelayMs, maxRetryDelayMs })) positiveOption(value, `the Queue consumer \`${name}\``)

@@ -4,12 +4,16 @@
  * re-read on a signature mismatch (single-flight, spaced, and only a read that started after the
  * mismatch counts), and the pending rules: each pending mark is timed on this receiver's own clock
  * from the read that first saw its id (never from a time another host wrote), bounded by
- * `maxPendingMs`; a source that cannot be read or holds garbage is turned into a 503 that the
- * sender retries. A cached state costs a clock read and two field reads per request.
+ * `maxPendingMs`; a mismatch while a mark is pending is held while the source is re-read; a
+ * source that cannot be read or holds garbage is turned into a 503 that the sender retries. A
+ * cached state costs a clock read and two field reads per request.
+ *
+ * One function and its closure rather than a class: its state is local variables, which a
+ * minifier renames, where a class's fields and methods keep their names in every Worker bundle.
  */
 import { isWebhookVerificationError, WebhookVerificationError } from '../errors.js'
 import { stateProblem, type PendingMark, type SecretSource, type SecretState } from './contract.js'
-import { importSecrets, type SecretRecheck, type SourceSecretSet } from './list.js'
+import { importSecrets, type SecretSet, type SourceSecretSet } from './list.js'
 import { TIMED_OUT, within } from './within.js'
 
 export type { SourceSecretSet } from './list.js'
@@ -27,165 +31,134 @@ export interface SourceSettings {
   /** Longest a mismatch is held while a change is pending, re-reading the source, before 503 `secret_pending`. */
   holdMs: number
   now: () => number
-  /** Where "a refresh failed, serving the cached secrets" goes; the receiver sets its own `log`. */
+  /** Where "a refresh failed, serving the cached secrets" goes; the receiver sets its own `log` (read on each line). */
   log: ((line: string) => void) | undefined
 }
 
-const noop = () => undefined
-const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms))
-
-function unusable(problem: string): WebhookVerificationError {
-  return new WebhookVerificationError('secret_lookup_failed', `The secret source holds an unusable value: ${problem} (the value is not shown).`)
+/** One source as a receiver sees it. */
+export interface SourceCache {
+  /** The request path: the cached secrets (a refresh started behind them when they are old), or the first read. */
+  current(): SourceSecretSet | Promise<SourceSecretSet>
 }
+
+const noop = () => undefined
 
 /** A source's own error (src/stores/source-state.ts): its message quotes no stored value. */
 const SOURCE_ERROR = 'SecretSourceError'
 
-/** A read that failed; any other error than a source's own is named by the log line, from the `cause`. */
-function unreadable(cause: unknown, timedOut: boolean): WebhookVerificationError {
-  const own = cause instanceof Error && cause.name === SOURCE_ERROR
-  const why = timedOut
-    ? 'did not answer in time (secretReadTimeoutMs).'
-    : own
-      ? `failed: ${cause.message.replace(/^svc-webhooks: /, '').replace(/([^.?!])$/, '$1.')}`
-      : 'failed.'
-  return new WebhookVerificationError('secret_lookup_failed', `Reading the secret source ${why}`, timedOut ? undefined : { cause })
-}
+/** 503 `secret_lookup_failed`, the refusal a failed read or lookup ends in; the message never quotes what the source or lookup holds. */
+export const lookupFailed = (message: string, cause?: unknown) => new WebhookVerificationError('secret_lookup_failed', message, cause === undefined ? undefined : { cause })
+
+const unusable = (problem: string) => lookupFailed(`The secret source holds an unusable value: ${problem} (the value is not shown).`)
+
+/** A signature mismatch (the only refusal a fresh read can change), as opposed to any other error. */
+const isMismatch = (error: unknown) => isWebhookVerificationError(error) && error.code === 'invalid_signature'
 
 /**
- * One source as a receiver sees it. `current()` is the request path: the cached secrets, or the
- * first read. `recheck()` is the mismatch path: the secrets of a read that started after the call.
+ * The cache of one source. Its sets carry `rematch`: a delivery that matched none of the cached
+ * secrets is matched again against a read that started after it arrived (a rotation written just
+ * after the read in flight began would be missed by that one), and while the read says a change
+ * is pending, against each later read until one matches or the hold (`pendingHoldMs`, on a real
+ * timer: it is the sender's real 10 s) runs out: then 503 `secret_pending`. A rotation whose call
+ * takes a few seconds is then answered 2xx, not 503: each 503 counts toward the sender's 20.
  *
  * @example
- * const cache = new SourceCache(source, settings)
+ * const cache = createSourceCache(source, settings)
  * const secrets = await cache.current()
  */
-export class SourceCache implements SecretRecheck {
+export function createSourceCache(source: SecretSource, settings: SourceSettings): SourceCache {
+  const { now, refreshMs, rereadMs, readTimeoutMs, maxPendingMs, holdMs } = settings
   /** The last good state, imported; undefined until a read succeeds. */
-  private set: SourceSecretSet | undefined
-  /** When the read that gave {@link set} started. */
-  private readAt = 0
+  let set: SourceSecretSet | undefined
+  /** When the read that gave `set` started. */
+  let readAt = 0
   /** When the last read started, good or not. */
-  private lastStart = Number.NEGATIVE_INFINITY
+  let lastStart = Number.NEGATIVE_INFINITY
   /** The last read's error while no state is cached: answered at once until the next read is due. */
-  private lastError: WebhookVerificationError | undefined
-  private reading: Promise<SourceSecretSet> | undefined
-  /** The re-read queued behind {@link reading} and the spacing, shared by every mismatch that waits for it. */
-  private next: Promise<SourceSecretSet> | undefined
+  let lastError: WebhookVerificationError | undefined
+  let reading: Promise<SourceSecretSet> | undefined
+  /** The re-read queued behind `reading` and the spacing, shared by every mismatch that waits for it. */
+  let next: Promise<SourceSecretSet> | undefined
   /** When this receiver first saw each pending mark (by id), on its own clock. */
-  private firstSeen = new Map<string, number>()
+  let firstSeen = new Map<string, number>()
   /** A state of the older form (`pendingUntil` alone): its value and when it was first seen. */
-  private legacySeen: { value: number; at: number } | undefined
+  let legacySeen: { value: number; at: number } | undefined
   /** A failed refresh was logged and no read has succeeded since. */
-  private failing = false
+  let failing = false
 
-  constructor(
-    private readonly source: SecretSource,
-    private readonly settings: SourceSettings,
-  ) {}
-
-  /** The cached secrets (a refresh started behind them when they are old), or the first read. */
-  current(): SourceSecretSet | Promise<SourceSecretSet> {
-    const set = this.set
-    if (set === undefined) return this.first()
-    const { now, refreshMs, rereadMs } = this.settings
-    const at = now()
-    // A refresh that failed is tried again after the re-read spacing, not on every request.
-    if (at - this.readAt >= refreshMs && at - this.lastStart >= rereadMs && this.reading === undefined && this.next === undefined) {
-      this.read().then(noop, (error: unknown) => this.refreshFailed(error))
+  /** A line to the receiver's `log`; a `log` that throws changes nothing here. */
+  const say = (line: string) => {
+    try {
+      settings.log?.(line)
+    } catch {
+      // Swallowed on purpose: a logging failure must not fail a read.
     }
-    return set
+  }
+
+  const failed = (error: WebhookVerificationError) => {
+    if (set === undefined) lastError = error
+    return error
+  }
+
+  /** Whether a change is pending in `s`, on this receiver's clock: a mismatch against it is held, not refused. */
+  const holding = (s: SourceSecretSet) => s.pendingUntil !== 0 && s.pendingUntil > now()
+
+  const read = (): Promise<SourceSecretSet> => {
+    const started = (lastStart = now())
+    const current = load(started)
+    reading = current
+    const done = () => {
+      if (reading === current) reading = undefined
+    }
+    current.then(done, done)
+    return current
   }
 
   /**
-   * The secrets of a read that started after this call, for a delivery that matched none of the
-   * cached ones: a rotation written just after the read in flight began would be missed by it.
-   * One such read at a time, at most one per `rereadMs`, shared by every caller waiting for it.
+   * The secrets of a read that started after this call. One such read at a time, at most one per
+   * `rereadMs`, shared by every caller waiting for it.
    */
-  recheck(): Promise<SourceSecretSet> {
-    if (this.next !== undefined) return this.next
-    const next = this.queueRead()
-    this.next = next
-    return next
-  }
+  const recheck = () => (next ??= queueRead())
 
-  /** How long a pending mismatch is held in all (`pendingHoldMs`). */
-  get holdMs(): number {
-    return this.settings.holdMs
-  }
-
-  /** Whether a change is pending in `set`, on this receiver's clock: a mismatch against it is held, not refused. */
-  holding(set: SourceSecretSet): boolean {
-    return set.pendingUntil !== 0 && set.pendingUntil > this.settings.now()
-  }
-
-  /** The refusal for a delivery that matched none of `set` either: 503 `secret_pending` while a change is pending, else `mismatch`. */
-  refusal(set: SourceSecretSet, mismatch: unknown): unknown {
-    if (!this.holding(set)) return mismatch
-    return new WebhookVerificationError('secret_pending', 'No signature matched the secret source, and a secret change is pending there.')
-  }
-
-  private first(): Promise<SourceSecretSet> {
-    if (this.reading !== undefined) return this.reading
-    // A source that just failed is not read again for every request.
-    if (this.lastError !== undefined && this.settings.now() - this.lastStart < this.settings.rereadMs) return Promise.reject(this.lastError)
-    return this.read()
-  }
-
-  private async queueRead(): Promise<SourceSecretSet> {
+  async function queueRead(): Promise<SourceSecretSet> {
     // Always a turn first: `next` must be set before it is cleared below.
-    await this.reading?.then(noop, noop)
-    const wait = this.lastStart + this.settings.rereadMs - this.settings.now()
-    if (wait > 0) await sleep(wait)
-    this.next = undefined
-    return this.read()
+    await reading?.then(noop, noop)
+    const wait = lastStart + rereadMs - now()
+    if (wait > 0) await new Promise((done) => setTimeout(done, wait))
+    next = undefined
+    return read()
   }
 
-  private read(): Promise<SourceSecretSet> {
-    const started = this.settings.now()
-    this.lastStart = started
-    const reading = this.load(started)
-    this.reading = reading
-    const done = () => {
-      if (this.reading === reading) this.reading = undefined
-    }
-    reading.then(done, done)
-    return reading
-  }
-
-  private async load(started: number): Promise<SourceSecretSet> {
+  async function load(started: number): Promise<SourceSecretSet> {
     let state: unknown
     try {
-      state = await within(this.source.read(), this.settings.readTimeoutMs)
+      state = await within(source.read(), readTimeoutMs)
     } catch (error) {
-      throw this.failed(unreadable(error, false))
+      const own = error instanceof Error && error.name === SOURCE_ERROR
+      const why = own ? `failed: ${error.message.replace(/^svc-webhooks: /, '').replace(/([^.?!])$/, '$1.')}` : 'failed.'
+      throw failed(lookupFailed(`Reading the secret source ${why}`, error))
     }
-    if (state === TIMED_OUT) throw this.failed(unreadable(undefined, true))
+    if (state === TIMED_OUT) throw failed(lookupFailed('Reading the secret source did not answer in time (secretReadTimeoutMs).'))
     const problem = stateProblem(state)
-    if (problem !== undefined) throw this.failed(unusable(problem))
+    if (problem !== undefined) throw failed(unusable(problem))
     const { secrets, pendingUntil, pending: marks } = state as SecretState & { pendingUntil?: number | null; pending?: readonly PendingMark[] | null }
-    const at = this.settings.now()
-    let pending = this.pendingOf(marks ?? [], pendingUntil ?? undefined, at)
+    const at = now()
+    let pending = pendingOf(marks ?? [], pendingUntil ?? undefined, at)
     if (pending <= at) pending = 0
-    if (secrets.length === 0 && pending <= at) {
-      throw this.failed(unusable('`secrets` is empty and no change is pending'))
+    if (secrets.length === 0 && pending === 0) throw failed(unusable('`secrets` is empty and no change is pending'))
+    const same = set !== undefined && sameSecrets(set.secrets, secrets)
+    // The keys are imported once per list of secrets: a change of `pendingUntil` alone keeps them.
+    if (!same || set!.pendingUntil !== pending) {
+      const imported = same ? set! : { ...importSecrets(secrets), secrets: [...secrets] }
+      set = { keys: imported.keys, unprefixed: imported.unprefixed, secrets: imported.secrets, rematch, pendingUntil: pending }
     }
-    const previous = this.set
-    let set: SourceSecretSet
-    if (previous !== undefined && previous.pendingUntil === pending && sameSecrets(previous.secrets, secrets)) set = previous
-    else {
-      // The keys are imported once per list of secrets: a change of `pendingUntil` alone keeps them.
-      const imported = previous !== undefined && sameSecrets(previous.secrets, secrets) ? previous : { ...importSecrets(secrets), secrets: [...secrets] }
-      set = { count: imported.count, keys: imported.keys, unprefixed: imported.unprefixed, secrets: imported.secrets, source: this, pendingUntil: pending }
+    readAt = started
+    lastError = undefined
+    if (failing) {
+      failing = false
+      say('svc-webhooks: the secret source answers again; its secrets are current.')
     }
-    this.set = set
-    this.readAt = started
-    this.lastError = undefined
-    if (this.failing) {
-      this.failing = false
-      this.say('svc-webhooks: the secret source answers again; its secrets are current.')
-    }
-    return set
+    return set!
   }
 
   /**
@@ -194,46 +167,77 @@ export class SourceCache implements SecretRecheck {
    * so a mark seen before never shortens a later one; ids no longer in the source are forgotten.
    * A state of the older form is timed by its `pendingUntil`, from when that value was first seen.
    */
-  private pendingOf(marks: readonly PendingMark[], pendingUntil: number | undefined, at: number): number {
-    const { maxPendingMs } = this.settings
+  function pendingOf(marks: readonly PendingMark[], pendingUntil: number | undefined, at: number): number {
     if (marks.length > 0 || pendingUntil === undefined) {
-      this.legacySeen = undefined
+      legacySeen = undefined
       const seen = new Map<string, number>()
       let until = 0
       for (const mark of marks) {
-        const first = this.firstSeen.get(mark.id) ?? at
+        const first = firstSeen.get(mark.id) ?? at
         seen.set(mark.id, first)
         until = Math.max(until, first + Math.min(mark.forMs, maxPendingMs))
       }
-      this.firstSeen = seen
+      firstSeen = seen
       return until
     }
-    this.firstSeen.clear()
-    if (this.legacySeen?.value !== pendingUntil) this.legacySeen = { value: pendingUntil, at }
-    return pendingUntil > at ? Math.min(pendingUntil, this.legacySeen.at + maxPendingMs) : 0
-  }
-
-  private failed(error: WebhookVerificationError): WebhookVerificationError {
-    if (this.set === undefined) this.lastError = error
-    return error
+    firstSeen.clear()
+    if (legacySeen?.value !== pendingUntil) legacySeen = { value: pendingUntil, at }
+    return pendingUntil > at ? Math.min(pendingUntil, legacySeen.at + maxPendingMs) : 0
   }
 
   /** A background refresh failed: the cached secrets stay in use, and it is said once until a read succeeds. */
-  private refreshFailed(error: unknown): void {
-    if (this.failing) return
-    this.failing = true
+  function refreshFailed(error: unknown): void {
+    if (failing) return
+    failing = true
     // Every read's failure is a refusal made in load(); anything else is a fault of this file.
     const why = isWebhookVerificationError(error) ? `${error.message}${nameOf(error.cause)}` : 'An unexpected error.'
-    this.say(`svc-webhooks: refreshing the secret source failed; the secrets read before stay in use until it answers. ${why}`)
+    say(`svc-webhooks: refreshing the secret source failed; the secrets read before stay in use until it answers. ${why}`)
   }
 
-  /** A line to the receiver's `log`; a `log` that throws changes nothing here. */
-  private say(line: string): void {
+  async function rematch<T>(used: SourceSecretSet, mismatch: unknown, match: (fresh: SecretSet) => T | Promise<T>): Promise<T> {
+    if (!isMismatch(mismatch)) throw mismatch
+    let tried = used.keys
+    let fresh = await recheck()
+    let timer: ReturnType<typeof setTimeout> | undefined
+    let over: Promise<undefined> | undefined
     try {
-      this.settings.log?.(line)
-    } catch {
-      // Swallowed on purpose: a logging failure must not fail a read.
+      // Bounded twice: by the hold's timer, and by a count (re-reads are spaced by secretRereadMs, at least 1 ms).
+      for (let round = 0; round < 10_000; round++) {
+        if (fresh.keys !== tried) {
+          tried = fresh.keys
+          try {
+            return await match(fresh)
+          } catch (error) {
+            if (!isMismatch(error)) throw error
+            mismatch = error
+          }
+        }
+        if (!holding(fresh)) break
+        over ??= new Promise<undefined>((done) => (timer = setTimeout(done, holdMs, undefined)))
+        const later = await Promise.race([recheck(), over])
+        if (later === undefined) break
+        fresh = later
+      }
+    } finally {
+      clearTimeout(timer)
     }
+    if (!holding(fresh)) throw mismatch
+    throw new WebhookVerificationError('secret_pending', 'No signature matched the secret source, and a secret change is pending there.')
+  }
+
+  return {
+    current() {
+      if (set === undefined) {
+        if (reading !== undefined) return reading
+        // A source that just failed is not read again for every request.
+        if (lastError !== undefined && now() - lastStart < rereadMs) return Promise.reject(lastError)
+        return read()
+      }
+      const at = now()
+      // A refresh that failed is tried again after the re-read spacing, not on every request.
+      if (at - readAt >= refreshMs && at - lastStart >= rereadMs && reading === undefined && next === undefined) read().then(noop, refreshFailed)
+      return set
+    },
   }
 }
 
@@ -246,7 +250,5 @@ function nameOf(cause: unknown): string {
 }
 
 function sameSecrets(a: readonly string[], b: readonly string[]): boolean {
-  if (a.length !== b.length) return false
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
-  return true
+  return a.length === b.length && a.every((s, i) => s === b[i])
 }

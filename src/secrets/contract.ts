@@ -98,23 +98,32 @@ export function stateProblem(state: unknown): string | undefined {
   if (typeof state !== 'object' || state === null || Array.isArray(state)) return 'it is not an object { secrets: string[] }'
   const { secrets, pendingUntil, pending, version } = state as { secrets?: unknown; pendingUntil?: unknown; pending?: unknown; version?: unknown }
   if (!Array.isArray(secrets)) return '`secrets` is not a list of strings'
-  for (const s of secrets) {
-    if (typeof s !== 'string' || s.length === 0) return '`secrets` holds an empty or non-string value'
-    if (s.trim() !== s) return 'a secret in `secrets` has leading or trailing whitespace'
-  }
-  if (pendingUntil != null && (typeof pendingUntil !== 'number' || !Number.isFinite(pendingUntil))) {
-    return '`pendingUntil` is not a number of milliseconds since the epoch'
-  }
+  const bad = listProblem(secrets)
+  if (bad) return bad === 'empty' ? '`secrets` holds an empty or non-string value' : 'a secret in `secrets` has leading or trailing whitespace'
+  // Number.isFinite is false for anything but a number.
+  if (pendingUntil != null && !Number.isFinite(pendingUntil)) return '`pendingUntil` is not a number of milliseconds since the epoch'
   if (pending != null) {
     if (!Array.isArray(pending)) return '`pending` is not a list of marks'
     for (const mark of pending as unknown[]) {
       const { id, owner, forMs } = (mark ?? {}) as { id?: unknown; owner?: unknown; forMs?: unknown }
-      if (typeof id !== 'string' || id === '' || typeof owner !== 'string' || owner === '' || typeof forMs !== 'number' || !Number.isFinite(forMs) || forMs < 0) {
+      if (!id || typeof id !== 'string' || !owner || typeof owner !== 'string' || !((forMs as number) >= 0 && Number.isFinite(forMs))) {
         return 'a mark in `pending` is not { id, owner, forMs }'
       }
     }
   }
   if (version != null && !(Number.isSafeInteger(version) && (version as number) >= 0)) return '`version` is not a whole number'
+  return undefined
+}
+
+/**
+ * What is wrong with a list of secrets, without quoting them: `'empty'` (a value that is not a
+ * non-empty string), `'space'` (leading or trailing whitespace), or undefined.
+ */
+export function listProblem(list: readonly unknown[]): 'empty' | 'space' | undefined {
+  for (const s of list) {
+    if (typeof s !== 'string' || s === '') return 'empty'
+    if (s.trim() !== s) return 'space'
+  }
   return undefined
 }
 

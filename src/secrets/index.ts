@@ -4,8 +4,8 @@
  * (cache.ts), the `secret` function per request (lookup.ts). Nothing in this folder imports the
  * options or the verify path: they import it.
  */
-export { SourceCache, type SourceSecretSet, type SourceSettings } from './cache.js'
-export { isSecretSource, marksOf, stateProblem, type PendingMark, type SecretSource, type SecretState, type SecretWriteCondition } from './contract.js'
+export { createSourceCache, type SourceCache, type SourceSecretSet, type SourceSettings } from './cache.js'
+export { isSecretSource, listProblem, marksOf, stateProblem, type PendingMark, type SecretSource, type SecretState, type SecretWriteCondition } from './contract.js'
 export { importSecrets, SECRET_PREFIX, secretProblem, type SecretRecheck, type Secrets, type SecretSet } from './list.js'
 export { lookupSecrets, secretsFor, type SecretLookup, type SecretOptions } from './lookup.js'
 export { TIMED_OUT, within } from './within.js'

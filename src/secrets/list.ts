@@ -4,37 +4,31 @@
  * for the import every time.
  */
 import { importSecret, type SecretKey } from '#crypto'
+import { listProblem } from './contract.js'
 
 /** One secret, or several during a rotation. */
 export type Secrets = string | readonly string[]
 
 export const SECRET_PREFIX = 'svc_whsec_'
 
-/** What a set read from a secret source can do on a mismatch (src/secrets/cache.ts). */
-export interface SecretRecheck {
-  /** The secrets of a read that started after the call. */
-  recheck(): Promise<SourceSecretSet>
-  /** Whether a mismatch against `set` may be held (a change is pending). */
-  holding(set: SourceSecretSet): boolean
-  /** How long a pending mismatch is held in all, from the mismatch. */
-  readonly holdMs: number
-  /** The refusal for a delivery that matched none of `set`, and cannot be held any longer. */
-  refusal(set: SourceSecretSet, mismatch: unknown): unknown
-}
+/**
+ * A secret source's second chance on a mismatch (src/secrets/cache.ts): `match` tried again
+ * against fresh reads of the source `used` was read from, while the rules allow; else the refusal.
+ */
+export type SecretRecheck = <T>(used: SourceSecretSet, mismatch: unknown, match: (fresh: SecretSet) => T | Promise<T>) => Promise<T>
 
 /** Secrets imported for the HMAC. */
 export interface SecretSet {
-  count: number
   keys: readonly SecretKey[]
   /** True when a secret lacks the `svc_whsec_` prefix: a hint for the signature error. */
   unprefixed: boolean
-  /** The cache the secrets were read through, when they come from a secret source. */
-  source?: SecretRecheck
+  /** Set when the secrets come from a secret source: its cache's second chance. */
+  rematch?: SecretRecheck
 }
 
-/** Secrets read from a source: the cache they came from, and until when (on this receiver's clock) a change is pending (0: none). */
+/** Secrets read from a source: until when (on this receiver's clock) a change is pending (0: none). */
 export interface SourceSecretSet extends SecretSet {
-  source: SecretRecheck
+  rematch: SecretRecheck
   pendingUntil: number
   /** The secrets as read, to tell a changed state from the same one. */
   secrets: readonly string[]
@@ -47,17 +41,15 @@ export interface SourceSecretSet extends SecretSet {
 export function secretProblem(secret: unknown): string | 'none' | undefined {
   const list = typeof secret === 'string' ? [secret] : Array.isArray(secret) ? secret : undefined
   if (list === undefined || list.length === 0 || (list.length === 1 && list[0] === '')) return 'none'
-  for (const s of list) {
-    if (typeof s !== 'string' || s.length === 0) return '`secret` holds an empty or non-string value. Is the environment variable set?'
-    if (s.trim() !== s) return '`secret` has leading or trailing whitespace (often a newline copied with it); remove it.'
-  }
-  return undefined
+  const bad = listProblem(list)
+  if (bad === 'empty') return '`secret` holds an empty or non-string value. Is the environment variable set?'
+  return bad && '`secret` has leading or trailing whitespace (often a newline copied with it); remove it.'
 }
 
 /** Imports checked secrets for the HMAC. */
 export function importSecrets(secret: Secrets): SecretSet {
   const list: readonly string[] = typeof secret === 'string' ? [secret] : secret
-  return { count: list.length, keys: list.map(importSecret), unprefixed: list.some((s) => !s.startsWith(SECRET_PREFIX)) }
+  return { keys: list.map(importSecret), unprefixed: list.some((s) => !s.startsWith(SECRET_PREFIX)) }
 }
 
 /** Imported keys by secret list, per receiver: importing costs more than an HMAC. */

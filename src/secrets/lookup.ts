@@ -6,7 +6,7 @@
  * returned by the function, is read through its cache (src/secrets/cache.ts).
  */
 import { WebhookVerificationError } from '../errors.js'
-import { SourceCache, type SourceSettings } from './cache.js'
+import { createSourceCache, lookupFailed, type SourceCache, type SourceSettings } from './cache.js'
 import { isSecretSource, type SecretSource } from './contract.js'
 import { cachedSecrets, secretProblem, type Secrets, type SecretSet } from './list.js'
 import { TIMED_OUT, within } from './within.js'
@@ -31,9 +31,7 @@ export interface SecretOptions {
   lookup?: SecretLookup<unknown>
   /** The secret source, when `secret` is one. */
   source?: SecretSource
-  /** Its cache, made on first use. */
-  sourceCache?: SourceCache
-  /** The caches of the sources a lookup returned, by source. */
+  /** The caches of the sources, by source: `source`'s own and those a lookup returned, each made on first use. */
   sourceCaches?: WeakMap<SecretSource, SourceCache>
   /** Imported keys of the lists a lookup returned. */
   imported?: Map<string, SecretSet>
@@ -46,8 +44,7 @@ export interface SecretOptions {
  * its first read), or through the `secret` function.
  */
 export function secretsFor(opts: SecretOptions, request: unknown): SecretSet | Promise<SecretSet> {
-  if (opts.source !== undefined) return (opts.sourceCache ??= new SourceCache(opts.source, opts.sourceSettings)).current()
-  return lookupSecrets(opts, request)
+  return opts.source !== undefined ? cacheOf(opts, opts.source).current() : lookupSecrets(opts, request)
 }
 
 /**
@@ -59,26 +56,20 @@ export async function lookupSecrets(opts: SecretOptions, request: unknown): Prom
   try {
     found = await within(opts.lookup!(request), opts.sourceSettings.readTimeoutMs)
   } catch (error) {
-    throw new WebhookVerificationError('secret_lookup_failed', 'The `secret` function threw or rejected.', { cause: error })
+    throw lookupFailed('The `secret` function threw or rejected.', error)
   }
-  if (found === TIMED_OUT) {
-    throw new WebhookVerificationError('secret_lookup_failed', 'The `secret` function did not answer within secretReadTimeoutMs.')
-  }
-  if (isSecretSource(found)) return tenantSource(opts, found).current()
+  if (found === TIMED_OUT) throw lookupFailed('The `secret` function did not answer within secretReadTimeoutMs.')
+  if (isSecretSource(found)) return cacheOf(opts, found).current()
   const problem = secretProblem(found)
-  if (problem === 'none') {
-    throw new WebhookVerificationError('unknown_endpoint', 'The `secret` function returned no secret for this request.')
-  }
-  if (problem) {
-    throw new WebhookVerificationError('secret_lookup_failed', `The \`secret\` function returned an unusable value: ${problem.replace('`secret` ', 'it ')}`)
-  }
+  if (problem === 'none') throw new WebhookVerificationError('unknown_endpoint', 'The `secret` function returned no secret for this request.')
+  if (problem) throw lookupFailed(`The \`secret\` function returned an unusable value: ${problem.replace('`secret` ', 'it ')}`)
   return cachedSecrets((opts.imported ??= new Map()), found as Secrets)
 }
 
-/** The cache of a source the `secret` function returned, kept as long as the source object lives. */
-function tenantSource(opts: SecretOptions, source: SecretSource): SourceCache {
+/** The cache of a source (`secret`'s own, or one the `secret` function returned), kept as long as the source object lives. */
+function cacheOf(opts: SecretOptions, source: SecretSource): SourceCache {
   const caches = (opts.sourceCaches ??= new WeakMap())
   let cache = caches.get(source)
-  if (cache === undefined) caches.set(source, (cache = new SourceCache(source, opts.sourceSettings)))
+  if (cache === undefined) caches.set(source, (cache = createSourceCache(source, opts.sourceSettings)))
   return cache
 }
