@@ -15,7 +15,7 @@
  *   ceiling of a single conversation, and the price of the order it asked for.
  *
  * Under each row, the CPU per delivery of the worker processes and the engine's server together
- * (Linux: read from /proc): the machine is shared, so throughput moves with what else runs, and
+ * (Linux: read from /proc; for Postgres the postmaster with its backends): the machine is shared, so throughput moves with what else runs, and
  * the CPU ratio says what ordering costs where every core is busy.
  *
  *   node bench/order.mjs [--engines redis,postgres] [--rounds 1]
