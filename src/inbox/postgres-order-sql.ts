@@ -359,8 +359,8 @@ export function entryColumns(alias: string, { dead }: { dead: boolean }): string
 /**
  * The columns a delivery handed out to be placed is read with, in the places of {@link columns}:
  * only what placing reads (the primary key, the body for the key function, the time received for
- * the order, the placing lease) and the delivery's id, the rest NULL. Placing a backlog reads every body once more: the
- * other columns are neither formatted nor parsed twice.
+ * the order, the placing lease) and the delivery's id, the rest NULL. Placing a backlog reads
+ * every body once more: the other columns are neither formatted nor parsed twice.
  */
 function placingColumns(alias: string): string {
   const c = (column: string) => `${alias}.${column}`

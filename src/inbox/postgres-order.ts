@@ -108,10 +108,7 @@ export class PostgresOrder {
   }
 }
 
-/**
- * A delivery handed out to be placed, from its row (the take reads only the primary key, id, body,
- * time received and placing lease for these): what placing reads is filled in, the rest is blank.
- */
+/** What the take reads of a delivery handed out to be placed (`placingColumns` in postgres-order-sql.ts). */
 interface PlacingRow {
   keys: string[]
   id: string
@@ -120,6 +117,7 @@ interface PlacingRow {
   lease: string
 }
 
+/** A delivery handed out to be placed, from its row: what placing reads is filled in, the rest is blank. */
 function placing(row: PlacingRow): InboxEntry {
   const receivedAt = Math.round(row.received_ms)
   // The body is read (parsed for the key and the order) and dropped: pg's Buffer is not copied.
