@@ -15,7 +15,7 @@
  *   ceiling of a single conversation, and the price of the order it asked for.
  *
  * Under each row, the CPU per delivery of the worker processes and the engine's server together
- * (Linux: read from /proc): the machine is shared, so throughput moves with what else runs, and
+ * (Linux: read from /proc; for Postgres the postmaster with its backends): the machine is shared, so throughput moves with what else runs, and
  * the CPU ratio says what ordering costs where every core is busy.
  *
  *   node bench/order.mjs [--engines redis,postgres] [--rounds 1]
@@ -40,9 +40,11 @@ for (const engine of values.engines.split(',')) {
       // The CPU of the workers and of the engine's server: on a machine whose cores other work
       // also uses, throughput moves with that work; what a delivery costs in CPU does not.
       const run = async (ordered) => {
-        const before = cpuMsOf(server.pid)
+        // Postgres: the postmaster with its backends (a process per connection).
+        const cpu = () => cpuMsOf(server.pid, { children: engine === 'postgres' })
+        const before = cpu()
         const result = await runOrderedProcesses({ engine, url: server.url, conversations, messages, workers: 3, concurrency: 10, failRate: 0, poison: 0, kill: false, ordered, handlerMs, timeoutMs: 300_000, prefill: true })
-        const after = cpuMsOf(server.pid)
+        const after = cpu()
         const cpuMs = result.workerCpuMs !== undefined && before !== undefined && after !== undefined ? result.workerCpuMs + after - before : undefined
         return { ...result, cpuMs }
       }

@@ -132,6 +132,7 @@ export async function killPostmaster(data) {
  * @property {() => Promise<void>} crash `kill -9` of the postmaster and every backend (Linux: read from /proc), keeping the data dir.
  * @property {() => Promise<void>} start Starts it again on the same port after `kill` or `crash`.
  * @property {() => Promise<void>} stop Shutdown and removal of the data dir.
+ * @property {number | undefined} pid The postmaster's (its backends are its children), while it runs.
  */
 
 /**
@@ -182,6 +183,13 @@ export async function startPostgresServer({ fsync = false, maxConnections = 100 
   return {
     port,
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    get pid() {
+      try {
+        return Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]) || undefined
+      } catch {
+        return undefined
+      }
+    },
     kill,
     crash,
     start,

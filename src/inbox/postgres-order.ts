@@ -48,8 +48,8 @@ export class PostgresOrder {
     // statements run in a function (postgres-order-sql.ts says why).
     const values = [PLACE_BATCH, Math.max(1, Math.ceil(placeLeaseMs)), wanted === 0 ? 0 : wanted + KEY_SLACK, wanted, Math.max(1, Math.ceil(visibilityMs))]
     const { rows } = await this.host.run('takeOrdered', () => this.host.query(this.sql.take, values))
-    const taken = rows as { kind: string; order_key: string; late: boolean | null }[]
-    const place = taken.filter((row) => row.kind === 'place').map((row) => this.host.entryOf(row))
+    const taken = rows as ({ kind: string; order_key: string; late: boolean | null } & PlacingRow)[]
+    const place = taken.filter((row) => row.kind === 'place').map(placing)
     if (place.length > 0) return { place, run: [], busy: false }
     const run: OrderedEntry[] = taken.filter((row) => row.kind === 'run').map((row) => ({ ...this.host.entryOf(row), orderKey: row.order_key, late: row.late === true }))
     return { place: [], run, busy: taken.some((row) => row.kind === 'busy') }
@@ -106,6 +106,22 @@ export class PostgresOrder {
     if (!row) return { pause: { paused: false, version: 0 } }
     return { pause: pauseOf(row), ...(row.per_second !== null && { perSecond: Number(row.per_second) }) }
   }
+}
+
+/** What the take reads of a delivery handed out to be placed (`placingColumns` in postgres-order-sql.ts). */
+interface PlacingRow {
+  keys: string[]
+  id: string
+  body: Uint8Array
+  received_ms: number
+  lease: string
+}
+
+/** A delivery handed out to be placed, from its row: what placing reads is filled in, the rest is blank. */
+function placing(row: PlacingRow): InboxEntry {
+  const receivedAt = Math.round(row.received_ms)
+  // The body is read (parsed for the key and the order) and dropped: pg's Buffer is not copied.
+  return { keys: row.keys, endpoint: '', id: row.id, timestamp: 0, signatureVersion: 'v2', secretIndex: 0, rawBody: row.body, receivedAt, attempts: 0, takes: 0, retriesSince: receivedAt, lease: row.lease }
 }
 
 function pauseOf(row: PauseRow): PauseState {

@@ -62,36 +62,46 @@ end
 `
 
 /**
- * `placeAll(first, last, now)`: places the deliveries described by ARGV[first..last], five values
- * each (primary key, placing lease, key, order, strict '1' or '0'); a table of 1 or 0 each (0: the
- * placing lease was lost). Shared by PLACE and by TAKE_ORDERED, which places the batch its caller
- * computed before taking, in the same round trip.
+ * `placeAll(first, now)`: places the deliveries described from ARGV[first]: a count of groups,
+ * then per group its placing lease, strict ('1' or '0') and a count, then two values per delivery
+ * (key, member `<order>|<primary key>`, the member it gets in its key's ZSET: the primary key and
+ * the order are cut from it, so neither is sent twice); a table of 1 or 0 each, in that order (0:
+ * the placing lease was lost). Shared by PLACE and by TAKE_ORDERED, which places the batch its
+ * caller computed before taking, in the same round trip. A batch shares one lease and one strict
+ * flag: two values per delivery instead of five, on the wire and in the script's ARGV.
  */
-const PLACE_ALL = `local function placeAll(first, last, now)
+const PLACE_ALL = `local function placeAll(first, now)
   local out = {}
   local parked, placed, keys, members = {}, {}, {}, {}
-  for i = first, last, 5 do
-    local pk, lease, key, order = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-    local e = P .. 'e:' .. pk
-    -- Still held by this placer's lease, and not placed already: one read.
-    local f = redis.call('HMGET', e, 'state', 'lease', 'leaseUntil', 'okey')
-    if f[1] == 'waiting' and f[2] == lease and tonumber(f[3]) > now and not f[4] then
-      redis.call('HSET', e, 'okey', key, 'oorder', order, 'ostrict', ARGV[i + 4], 'lease', '', 'leaseUntil', 0)
-      parked[#parked + 1] = ${PARK} + now
-      parked[#parked + 1] = pk
-      placed[#placed + 1] = pk
-      local m = members[key]
-      if not m then
-        m = {}
-        members[key] = m
-        keys[#keys + 1] = now
-        keys[#keys + 1] = key
+  local i = first + 1
+  for _ = 1, tonumber(ARGV[first]) or 0 do
+    local lease, strict, count = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
+    i = i + 3
+    for _ = 1, count do
+      local key, member = ARGV[i], ARGV[i + 1]
+      i = i + 2
+      local pk = string.sub(member, ${ORDER_WIDTH} + 2)
+      local e = P .. 'e:' .. pk
+      -- Still held by this placer's lease, and not placed already: one read.
+      local f = redis.call('HMGET', e, 'state', 'lease', 'leaseUntil', 'okey')
+      if f[1] == 'waiting' and f[2] == lease and tonumber(f[3]) > now and not f[4] then
+        redis.call('HSET', e, 'okey', key, 'oorder', string.sub(member, 1, ${ORDER_WIDTH}), 'ostrict', strict, 'lease', '', 'leaseUntil', 0)
+        parked[#parked + 1] = ${PARK} + now
+        parked[#parked + 1] = pk
+        placed[#placed + 1] = pk
+        local m = members[key]
+        if not m then
+          m = {}
+          members[key] = m
+          keys[#keys + 1] = now
+          keys[#keys + 1] = key
+        end
+        m[#m + 1] = 0
+        m[#m + 1] = member
+        out[#out + 1] = 1
+      else
+        out[#out + 1] = 0
       end
-      m[#m + 1] = 0
-      m[#m + 1] = order .. '|' .. pk
-      out[#out + 1] = 1
-    else
-      out[#out + 1] = 0
     end
   end
   many('ZADD', KEYS[1], parked)
@@ -103,9 +113,10 @@ end
 `
 
 // ARGV: prefix, max, visibilityMs, token, placeLeaseMs, placeBatch, retentionMs, poke count,
-// the poked keys, a count of placements, then five values each as for PLACE (placed first).
-// Replies { 'place', rows } (body, receivedAt, lease, primary key: what placing reads), { 'busy' }
-// or { 'run', rows } (FIELDS, lease, primary key, key, late 0/1).
+// the poked keys, then the placements to make first, as for PLACE (a count of groups, 0 for none).
+// Replies { 'place', rows, lease } (rows of body, receivedAt, primary key: what placing reads; one
+// placing lease for the batch), { 'busy' } or { 'run', rows } (FIELDS, lease, primary key, key,
+// late 0/1).
 export const TAKE_ORDERED = sent(`${PRELUDE}${MANY}${PLACE_ALL}
 local PARK = ${PARK}
 local W = ${ORDER_WIDTH}
@@ -116,8 +127,7 @@ local KD, PL = P .. 'okdue', P .. 'placing'
 -- A poked key is looked at now. XX: a key with deliveries is always in okdue (its last one
 -- leaves it only once its ZSET is empty), so only those are touched.
 local poked = tonumber(ARGV[8])
-local placements = tonumber(ARGV[9 + poked]) or 0
-if placements > 0 then placeAll(10 + poked, 9 + poked + placements * 5, now) end
+placeAll(9 + poked, now)
 local pokes = {}
 for i = 9, 8 + poked do
   pokes[#pokes + 1] = now
@@ -131,6 +141,8 @@ local leased, reparked, gone = {}, {}, {}
 local offset = 0
 -- Bodies are up to 1 MiB: a batch stops once its bodies pass PLACE_BYTES, so one reply stays bounded.
 local bytes = 0
+-- One placing lease for the whole batch: the batch is placed (or not) by the one caller it went to.
+local placeToken = token .. '.p'
 while #place < batch and bytes < ${PLACE_BYTES} and offset < 2000 do
   local pks = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', offset, 100)
   if #pks == 0 then break end
@@ -149,12 +161,11 @@ while #place < batch and bytes < ${PLACE_BYTES} and offset < 2000 do
       gone[#gone + 1] = pk
     elseif #place < batch and bytes < ${PLACE_BYTES} then
       bytes = bytes + string.len(row[1] or '')
-      local lease = token .. '.p' .. (#place + 1)
-      redis.call('HSET', e, 'lease', lease, 'leaseUntil', now + placeLease)
+      redis.call('HSET', e, 'lease', placeToken, 'leaseUntil', now + placeLease)
       leased[#leased + 1] = now + placeLease
       leased[#leased + 1] = pk
-      row[3] = lease
-      row[4] = pk
+      row[3] = pk
+      row[4] = nil
       place[#place + 1] = row
     end
   end
@@ -164,7 +175,7 @@ many('ZADD', KEYS[1], reparked)
 many('ZADD', PL, leased)
 many('ZREM', KEYS[1], gone)
 many('ZREM', P .. 'recv', gone)
-if #place > 0 then return { 'place', place } end
+if #place > 0 then return { 'place', place, placeToken } end
 redis.call('ZREMRANGEBYSCORE', PL, '-inf', now)
 if redis.call('ZCARD', PL) > 0 then return { 'busy' } end
 local run = {}
@@ -286,10 +297,11 @@ many('ZADD', KD, kd)
 many('ZREM', KD, kdGone)
 return { 'run', run }`)
 
-// ARGV: prefix, then per delivery: primary key, lease, key, order, strict ('1' or '0'). Replies
-// 1 or 0 each (0: the placing lease was lost).
+// ARGV: prefix, then a count of groups and per group: placing lease, strict ('1' or '0'), a count
+// and per delivery its key and member `<order>|<primary key>` (PLACE_ALL). Replies 1 or 0 each (0:
+// the placing lease was lost), in the order sent.
 export const PLACE = sent(`${PRELUDE}${MANY}${PLACE_ALL}
-return placeAll(2, #ARGV, clock())`)
+return placeAll(2, clock())`)
 
 // ARGV: prefix, want, perSecond ('' for no limit), burst. Replies granted, waitMs, paused (0/1),
 // by, since, version. The bucket refills by the server clock, so workers whose clocks disagree share one rate.

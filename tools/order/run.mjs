@@ -6,7 +6,7 @@
 // mid-run. Returns what was recorded, checked against the rules (tools/order/check.mjs), and the
 // figures. Used by test/inbox/ordering-processes.test.ts (scaled down), scripts/order-run.mjs
 // (full size) and bench/order.mjs (throughput, no failures).
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -34,17 +34,36 @@ export function messageBody(c, index, tag = '') {
 }
 
 /**
- * CPU a process has used so far (user + system, ms), read from /proc; undefined where there is
- * none (not Linux) or the process is gone.
+ * CPU a process has used so far (user + system, ms), read from /proc; with `children`, what its
+ * children used too: those that ended and were waited for, and those still running (a Postgres
+ * postmaster's backends, each a process of its own; differences between two readings then count
+ * every child once, one that ends in between moving from the running ones to the waited-for
+ * ones). Undefined where there is none (not Linux) or the process is gone. Not for redis-server,
+ * whose only children are its snapshot forks: they come and go with the clock, not the work.
  *
  * @param {number | undefined} pid
+ * @param {{ children?: boolean }} [options]
  * @returns {number | undefined}
  */
-export function cpuMsOf(pid) {
+export function cpuMsOf(pid, { children = false } = {}) {
   if (pid === undefined || !existsSync(`/proc/${pid}/stat`)) return undefined
-  // Fields after the command (which may hold spaces): utime and stime are the 12th and 13th.
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
-  const ticks = Number(fields[11]) + Number(fields[12])
+  // Fields after the command (which may hold spaces): the parent is the 2nd; utime, stime, cutime
+  // and cstime the 12th to 15th.
+  const fieldsOf = (id) => readFileSync(`/proc/${id}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+  const own = fieldsOf(pid)
+  let ticks = Number(own[11]) + Number(own[12])
+  if (children) {
+    ticks += Number(own[13]) + Number(own[14])
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry) || Number(entry) === pid) continue
+      try {
+        const fields = fieldsOf(entry)
+        if (Number(fields[1]) === pid) ticks += Number(fields[11]) + Number(fields[12])
+      } catch {
+        // Ended while the list was read: its CPU is in the parent's waited-for counts.
+      }
+    }
+  }
   // Clock ticks are 100 per second on Linux.
   return Number.isFinite(ticks) ? ticks * 10 : undefined
 }
