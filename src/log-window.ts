@@ -199,8 +199,11 @@ function thousands(n: number): string {
 }
 
 /** Characters that could end a line, forge one, or change how a terminal shows the rest. */
-/** Lone UTF-16 surrogates: a log pipeline that encodes UTF-8 would choke on them. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
+/**
+ * Lone UTF-16 surrogates: a log pipeline that encodes UTF-8 would choke on them, and no engine
+ * can store them as UTF-8 text (the inbox's and the history's stored texts drop them too).
+ */
+export const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
 // eslint-disable-next-line no-control-regex
 const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\\]/g
 

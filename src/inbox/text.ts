@@ -2,9 +2,8 @@
  * Text the inbox worker stores: an error passed to `retry`/`bury`, kept as the entry's
  * `lastError`, must be storable by every engine. (What it prints goes through log-window.ts.)
  */
+import { LONE_SURROGATE } from '../log-window.js'
 
-/** Lone UTF-16 surrogates: no engine can encode them as UTF-8 text. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
 // eslint-disable-next-line no-control-regex
 const NUL = /\u0000/g
 
