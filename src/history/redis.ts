@@ -11,7 +11,7 @@ import { positiveOption } from '../option-checks.js'
 import { BatchedHistory } from './batcher.js'
 import { memberOf, taggedPrefix } from './keys.js'
 import { mergeRecord } from './merge.js'
-import { GET, LIST, REFUSALS, SIZE, WRITE } from './redis-scripts.js'
+import { FLAG, GET, LIST, REFUSALS, SIZE, WRITE } from './redis-scripts.js'
 import { decodeCursor, encodeCursor, pageOf } from './text.js'
 import {
   REFUSAL_RETENTION_MS,
@@ -52,20 +52,32 @@ function toEntry(json: string, body?: string): HistoryEntry {
   return e
 }
 
-/** UTF-8 bytes of `text`: its length when printable ASCII, as a verified delivery id always is. */
-const byteLength = (text: string): number => (/[^ -~]/.test(text) ? new TextEncoder().encode(text).length : text.length)
-
 /**
- * A record's arguments to the write script (redis-scripts.ts): `<at> <flags> <id length> <member>`, the entry
- * it makes alone (its change to an entry that exists as well), its body if any.
+ * The write script's arguments for a batch (redis-scripts.ts), in its order: the flags, then the
+ * lists the script passes to its commands as they are. `now` scores the endpoints written.
  */
-function recordArgs(r: HistoryRecord, args: string[]): void {
-  const alone = mergeRecord(undefined, r)
-  // The body is kept apart; undefined (not delete) keeps the object's shape fast to serialize.
-  alone.body = undefined
-  const flags = (r.soft ? 's' : '') + (r.attempts !== undefined ? 'a' : '') + (r.addAttempt ? 'i' : '') + (r.error === null ? 'c' : '') + (r.body !== undefined ? 'b' : '')
-  args.push(`${r.at} ${flags} ${byteLength(r.id)} ${memberOf(r.endpoint, r.id)}`, JSON.stringify(alone))
-  if (r.body !== undefined) args.push(r.body)
+function batchArgs(records: HistoryRecord[], now: string, fixed: string[]): string[] {
+  const entries: string[] = []
+  const scores: string[] = []
+  const bodies: string[] = []
+  const heads = new Map<string, string>()
+  let flags = ''
+  for (const r of records) {
+    let head = heads.get(r.endpoint)
+    if (head === undefined) heads.set(r.endpoint, (head = memberOf(r.endpoint, '')))
+    const member = head + r.id
+    const alone = mergeRecord(undefined, r)
+    // The body is kept apart; undefined (not delete) keeps the object's shape fast to serialize.
+    alone.body = undefined
+    entries.push(member, JSON.stringify(alone))
+    scores.push(String(r.at), member)
+    if (r.body !== undefined) bodies.push(member, r.body)
+    flags += String.fromCharCode(64 + (r.soft ? FLAG.soft : 0) + (r.attempts !== undefined ? FLAG.setAttempts : 0) + (r.addAttempt ? FLAG.addAttempt : 0) + (r.error === null ? FLAG.clearError : 0))
+  }
+  const endpoints: string[] = []
+  for (const head of heads.values()) endpoints.push(now, head)
+  fixed.push(String(records.length), String(bodies.length / 2), String(heads.size), flags)
+  return fixed.concat(entries, scores, bodies, endpoints)
 }
 
 /**
@@ -91,7 +103,7 @@ export class RedisHistory extends BatchedHistory {
     super('RedisHistory', options, timeoutMs)
     this.run = run
     this.prefix = taggedPrefix(prefix)
-    this.index = `${this.prefix}idx`
+    this.index = `${this.prefix}i`
   }
 
   private call(name: string, script: string, args: string[]): Promise<unknown> {
@@ -100,17 +112,21 @@ export class RedisHistory extends BatchedHistory {
 
   protected async write(records: HistoryRecord[], refusals: RefusalCount[]): Promise<void> {
     const windows = refusals.map((r) => ({ w: r.windowStart, code: r.code, n: r.count, ids: r.claimedIds }))
-    const args = [
-      String(this.now()),
+    const now = String(this.now())
+    const fixed = [
+      now,
       String(Math.ceil(this.retentionMs)),
       String(this.maxEntries),
       String(REFUSAL_RETENTION_MS),
       // An empty Lua table encodes as {}: the windows are sent as a JSON array the script decodes.
       JSON.stringify(windows),
-      String(records.length),
     ]
-    for (const r of records) recordArgs(r, args)
-    await this.call('write', WRITE, args)
+    await this.call('write', WRITE, batchArgs(records, now, fixed))
+  }
+
+  /** The oldest receivedAt still within the retention: older entries wait for the next write's trim, unread. */
+  private oldest(): number {
+    return this.now() - this.retentionMs
   }
 
   async list(query: HistoryQuery = {}): Promise<HistoryPage> {
@@ -119,7 +135,7 @@ export class RedisHistory extends BatchedHistory {
     const max = after !== undefined ? String(after[0]) : `(${until}`
     // The endpoint filter is a member's head (keys.ts): the script reads no entry of another endpoint.
     const head = query.endpoint ? memberOf(query.endpoint, '') : ''
-    const reply = (await this.call('list', LIST, [max, String(since), after !== undefined ? String(after[1]) : '', String(limit), head, query.outcome ?? '', String(SCAN_CAP)])) as unknown[]
+    const reply = (await this.call('list', LIST, [max, String(Math.max(since, Math.ceil(this.oldest()))), after !== undefined ? String(after[1]) : '', String(limit), head, query.outcome ?? '', String(SCAN_CAP)])) as unknown[]
     const entries = ((reply[0] ?? []) as unknown[]).map((row) => toEntry(text(row)!))
     const lastMember = text(reply[1])
     const lastScore = text(reply[2])
@@ -127,9 +143,11 @@ export class RedisHistory extends BatchedHistory {
   }
 
   async get(id: string, endpoint?: string): Promise<HistoryEntry | undefined> {
-    const reply = (await this.call('get', GET, [endpoint === undefined ? '' : memberOf(endpoint, id), id])) as unknown[]
+    const oldest = this.oldest()
+    const reply = (await this.call('get', GET, [endpoint === undefined ? '' : memberOf(endpoint, id), id, String(Math.ceil(oldest))])) as unknown[]
     if (!Array.isArray(reply) || reply.length === 0) return undefined
-    return toEntry(text(reply[0])!, text(reply[1]))
+    const entry = toEntry(text(reply[0])!, text(reply[1]))
+    return entry.receivedAt < oldest ? undefined : entry
   }
 
   async refusals(since = 0): Promise<RefusalCount[]> {
