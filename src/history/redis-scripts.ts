@@ -3,8 +3,9 @@
  * with KEYS[1] the index and ARGV[1] the tagged prefix (keys.ts): every key a script touches is
  * built from that prefix, so all of them hash to one Cluster slot.
  *
- * Keys: `P i` orders members (keys.ts) by receivedAt; `P e` is a hash of member → the JSON of its
- * HistoryEntry without the body; `P b` a hash of member → kept body; `P ep` orders the members'
+ * Keys: `P i` orders members (keys.ts) by receivedAt; `P e` is a hash of member → entry, the
+ * JSON of its HistoryEntry in short names (redis.ts `Stored`), without the id and the endpoint
+ * its member holds and without the body; `P b` a hash of member → kept body; `P ep` orders the members'
  * endpoint heads (`<length>:<endpoint>:`) by their last write, for `get(id)` without an
  * endpoint. Refusals: `P r:<window>` (code → count), `P ri:<window>` (code → JSON ids), `P rw`
  * (the windows).
@@ -67,39 +68,39 @@ if n > 0 and redis.call('ZADD', KEYS[1], 'NX', unpack(ARGV, s, b - 1)) < n then
       if type(e) == 'string' then e = cjson.decode(e) end
       local r = cjson.decode(ARGV[a + 2 * i - 1])
       local f = flags:byte(i) - 64
-      local at = r.updatedAt
+      local at = r.u
       -- A late record (another process's, landing out of order) never replaces a newer outcome.
-      local late = at < e.updatedAt
-      if at < e.receivedAt then
-        e.receivedAt = at
+      local late = at < e.u
+      if at < e.r then
+        e.r = at
         scored[#scored + 1] = at
         scored[#scored + 1] = m
       end
-      if at > e.updatedAt then e.updatedAt = at end
-      if r.eventType then e.eventType = r.eventType end
-      e.deliveries = e.deliveries + r.deliveries
+      if at > e.u then e.u = at end
+      if r.t then e.t = r.t end
+      e.d = e.d + r.d
       if bit.band(f, ${FLAG.soft}) == 0 and not late then
-        e.outcome = r.outcome
-        if r.status then e.status = r.status end
-        if r.code then e.code = r.code elseif r.status then e.code = nil end
+        e.o = r.o
+        if r.s then e.s = r.s end
+        if r.c then e.c = r.c elseif r.s then e.c = nil end
       end
-      if bit.band(f, ${FLAG.setAttempts}) ~= 0 then e.attempts = r.attempts
-      elseif bit.band(f, ${FLAG.addAttempt}) ~= 0 then e.attempts = e.attempts + 1 end
-      if r.processedAt then e.processedAt = at end
+      if bit.band(f, ${FLAG.setAttempts}) ~= 0 then e.a = r.a
+      elseif bit.band(f, ${FLAG.addAttempt}) ~= 0 then e.a = e.a + 1 end
+      if r.pa then e.pa = at end
       if bit.band(f, ${FLAG.clearError}) ~= 0 then
-        e.errorName = nil
-        e.errorMessage = nil
-      elseif r.errorName then
-        e.errorName = r.errorName
-        e.errorMessage = r.errorMessage
+        e.en = nil
+        e.em = nil
+      elseif r.en then
+        e.en = r.en
+        e.em = r.em
       end
-      if r.hasBody then
-        e.hasBody = true
-        e.bodyRedacted = r.bodyRedacted
+      if r.h then
+        e.h = true
+        e.br = r.br
       end
-      if r.replays > 0 then
-        e.replays = e.replays + 1
-        e.replayedAt = at
+      if r.p > 0 then
+        e.p = e.p + 1
+        e.ra = at
       end
       cur[m] = e
     end
@@ -152,10 +153,11 @@ for _, w in ipairs(windows) do
 end
 redis.call('ZREMRANGEBYSCORE', P .. 'rw', '-inf', '(' .. (now - rret))
 return 1`
+
 // ARGV: P, max score (inclusive), min score (inclusive), cursor member ('' for none), limit,
 // endpoint member prefix ('' for any), outcome ('' for any), most members looked at. Replies
-// { entries (JSON), last scanned member and score (or nothing when the index ran out) }. An
-// entry is decoded only to filter by outcome; the endpoint is the member's head.
+// { member and entry JSON of each row, last scanned member and score (or nothing when the index
+// ran out) }. An entry is decoded only to filter by outcome; the endpoint is the member's head.
 export const LIST = `local P = ARGV[1]
 local maxs = ARGV[2]
 local mins = ARGV[3]
@@ -183,7 +185,8 @@ while scanned < cap do
       lastm, lasts = m, s
       if ep == '' or m:sub(1, #ep) == ep then
         local f = redis.call('HGET', P .. 'e', m)
-        if f and (oc == '' or cjson.decode(f).outcome == oc) then
+        if f and (oc == '' or cjson.decode(f).o == oc) then
+          rows[#rows + 1] = m
           rows[#rows + 1] = f
           if #rows >= limit then return { rows, lastm, lasts } end
         end
@@ -194,8 +197,8 @@ while scanned < cap do
 end
 return { rows, lastm, lasts }`
 
-// ARGV: P, member ('' to look the id up), id, oldest endpoint write kept. Replies { entry JSON,
-// body } (the body false when none is kept), or an empty list. Without a member, the id's entry
+// ARGV: P, member ('' to look the id up), id, oldest endpoint write kept. Replies { member,
+// entry JSON, body } (the body false when none is kept), or an empty list. Without a member, the id's entry
 // of each endpoint written within the retention is looked up, and the latest received answers.
 export const GET = `local P = ARGV[1]
 local E = P .. 'e'
@@ -206,7 +209,7 @@ if m == '' then
   for _, head in ipairs(redis.call('ZRANGEBYSCORE', P .. 'ep', ARGV[4], '+inf')) do
     local found = redis.call('HGET', E, head .. ARGV[3])
     if found then
-      local at = cjson.decode(found).receivedAt
+      local at = cjson.decode(found).r
       if not f or at > latest then f, latest, m = found, at, head .. ARGV[3] end
     end
   end
@@ -214,7 +217,7 @@ else
   f = redis.call('HGET', E, m)
 end
 if not f then return {} end
-return { f, redis.call('HGET', P .. 'b', m) }`
+return { m, f, redis.call('HGET', P .. 'b', m) }`
 
 // ARGV: P, since. Replies { window, HGETALL counts, HGETALL ids } per window, newest first.
 export const REFUSALS = `local P = ARGV[1]

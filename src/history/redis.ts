@@ -9,13 +9,13 @@ import { adapt, type IORedisLikeClient, type NodeRedisLikeClient, type Run } fro
 import { withDeadline } from '../clients/deadline.js'
 import { positiveOption } from '../option-checks.js'
 import { BatchedHistory } from './batcher.js'
-import { memberOf, taggedPrefix } from './keys.js'
-import { mergeRecord } from './merge.js'
+import { memberOf, ofMember, taggedPrefix } from './keys.js'
 import { FLAG, GET, LIST, REFUSALS, SIZE, WRITE } from './redis-scripts.js'
 import { decodeCursor, encodeCursor, pageOf } from './text.js'
 import {
   REFUSAL_RETENTION_MS,
   type HistoryEntry,
+  type HistoryOutcome,
   type HistoryOptions,
   type HistoryPage,
   type HistoryQuery,
@@ -45,10 +45,71 @@ const SCAN_CAP = 5000
 const text = (value: unknown): string | undefined =>
   value === null || value === undefined || value === false ? undefined : value instanceof Uint8Array ? new TextDecoder().decode(value) : String(value)
 
-/** An entry as stored (redis-scripts.ts): its JSON, the body apart. */
-function toEntry(json: string, body?: string): HistoryEntry {
-  const e = JSON.parse(json) as HistoryEntry
-  if (body !== undefined && e.hasBody) e.body = body
+/**
+ * An entry as stored (redis-scripts.ts): a HistoryEntry in short names, as the bytes of every
+ * record cost the receiver on the socket; the id and the endpoint are in its member.
+ */
+interface Stored {
+  /** receivedAt, updatedAt, outcome, attempts, deliveries, replays */
+  r: number
+  u: number
+  o: HistoryOutcome
+  a: number
+  d: number
+  p: number
+  /** eventType, status, code, processedAt */
+  t?: string | undefined
+  s?: number | undefined
+  c?: string | undefined
+  pa?: number | undefined
+  /** errorName, errorMessage */
+  en?: string | undefined
+  em?: string | undefined
+  /** hasBody, bodyRedacted, replayedAt */
+  h?: true | undefined
+  br?: true | undefined
+  ra?: number | undefined
+}
+
+/** The entry `r` makes alone, as stored: mergeRecord(undefined, r) (merge.ts) without the body, in one object literal. */
+function stored(r: HistoryRecord): string {
+  const kept = r.body !== undefined
+  const s: Stored = {
+    r: r.at,
+    u: r.at,
+    o: r.outcome,
+    a: (r.attempts ?? 0) + (r.addAttempt ? 1 : 0),
+    d: r.delivered ? 1 : 0,
+    p: r.replay ? 1 : 0,
+    t: r.eventType,
+    s: r.status,
+    c: r.code,
+    pa: r.processed ? r.at : undefined,
+    en: r.error?.name,
+    em: r.error?.message,
+    h: kept || undefined,
+    br: (kept && r.bodyRedacted) || undefined,
+    ra: r.replay ? r.at : undefined,
+  }
+  return JSON.stringify(s)
+}
+
+/** An entry as read: its stored JSON and member, and the body when one is kept. */
+function toEntry(member: string, json: string, body?: string): HistoryEntry {
+  const s = JSON.parse(json) as Stored
+  const { endpoint, id } = ofMember(member)
+  const e: HistoryEntry = { id, endpoint, receivedAt: s.r, updatedAt: s.u, outcome: s.o, attempts: s.a, deliveries: s.d, replays: s.p, hasBody: s.h === true }
+  if (s.t !== undefined) e.eventType = s.t
+  if (s.s !== undefined) e.status = s.s
+  if (s.c !== undefined) e.code = s.c
+  if (s.pa !== undefined) e.processedAt = s.pa
+  if (s.en !== undefined) {
+    e.errorName = s.en
+    e.errorMessage = s.em ?? ''
+  }
+  if (s.ra !== undefined) e.replayedAt = s.ra
+  if (s.h === true && body !== undefined) e.body = body
+  if (s.br === true) e.bodyRedacted = true
   return e
 }
 
@@ -66,10 +127,7 @@ function batchArgs(records: HistoryRecord[], now: string, fixed: string[]): stri
     let head = heads.get(r.endpoint)
     if (head === undefined) heads.set(r.endpoint, (head = memberOf(r.endpoint, '')))
     const member = head + r.id
-    const alone = mergeRecord(undefined, r)
-    // The body is kept apart; undefined (not delete) keeps the object's shape fast to serialize.
-    alone.body = undefined
-    entries.push(member, JSON.stringify(alone))
+    entries.push(member, stored(r))
     scores.push(String(r.at), member)
     if (r.body !== undefined) bodies.push(member, r.body)
     flags += String.fromCharCode(64 + (r.soft ? FLAG.soft : 0) + (r.attempts !== undefined ? FLAG.setAttempts : 0) + (r.addAttempt ? FLAG.addAttempt : 0) + (r.error === null ? FLAG.clearError : 0))
@@ -136,7 +194,9 @@ export class RedisHistory extends BatchedHistory {
     // The endpoint filter is a member's head (keys.ts): the script reads no entry of another endpoint.
     const head = query.endpoint ? memberOf(query.endpoint, '') : ''
     const reply = (await this.call('list', LIST, [max, String(Math.max(since, Math.ceil(this.oldest()))), after !== undefined ? String(after[1]) : '', String(limit), head, query.outcome ?? '', String(SCAN_CAP)])) as unknown[]
-    const entries = ((reply[0] ?? []) as unknown[]).map((row) => toEntry(text(row)!))
+    const rows = (reply[0] ?? []) as unknown[]
+    const entries: HistoryEntry[] = []
+    for (let i = 0; i + 1 < rows.length; i += 2) entries.push(toEntry(text(rows[i])!, text(rows[i + 1])!))
     const lastMember = text(reply[1])
     const lastScore = text(reply[2])
     return lastMember ? { entries, cursor: encodeCursor([Number(lastScore), lastMember]) } : { entries }
@@ -146,7 +206,7 @@ export class RedisHistory extends BatchedHistory {
     const oldest = this.oldest()
     const reply = (await this.call('get', GET, [endpoint === undefined ? '' : memberOf(endpoint, id), id, String(Math.ceil(oldest))])) as unknown[]
     if (!Array.isArray(reply) || reply.length === 0) return undefined
-    const entry = toEntry(text(reply[0])!, text(reply[1]))
+    const entry = toEntry(text(reply[0])!, text(reply[1])!, text(reply[2]))
     return entry.receivedAt < oldest ? undefined : entry
   }
 
