@@ -68,7 +68,9 @@ if n > 0 and redis.call('ZADD', KEYS[1], 'NX', unpack(ARGV, s, b - 1)) < n then
       if type(e) == 'string' then e = cjson.decode(e) end
       local r = cjson.decode(ARGV[a + 2 * i - 1])
       local f = flags:byte(i) - 64
-      local at = r.u
+      local at = r.r
+      -- Absent, updatedAt is receivedAt, and replays 0: made explicit before either changes.
+      e.u = e.u or e.r
       -- A late record (another process's, landing out of order) never replaces a newer outcome.
       local late = at < e.u
       if at < e.r then
@@ -98,8 +100,8 @@ if n > 0 and redis.call('ZADD', KEYS[1], 'NX', unpack(ARGV, s, b - 1)) < n then
         e.h = true
         e.br = r.br
       end
-      if r.p > 0 then
-        e.p = e.p + 1
+      if r.p then
+        e.p = (e.p or 0) + 1
         e.ra = at
       end
       cur[m] = e

@@ -47,58 +47,52 @@ const text = (value: unknown): string | undefined =>
 
 /**
  * An entry as stored (redis-scripts.ts): a HistoryEntry in short names, as the bytes of every
- * record cost the receiver on the socket; the id and the endpoint are in its member.
+ * record cost the receiver on the socket; the id and the endpoint are in its member, updatedAt
+ * only once it differs from receivedAt, replays only once there is one.
  */
 interface Stored {
   /** receivedAt, updatedAt, outcome, attempts, deliveries, replays */
   r: number
-  u: number
+  u?: number
   o: HistoryOutcome
   a: number
   d: number
-  p: number
+  p?: number
   /** eventType, status, code, processedAt */
-  t?: string | undefined
-  s?: number | undefined
-  c?: string | undefined
-  pa?: number | undefined
+  t?: string
+  s?: number
+  c?: string
+  pa?: number
   /** errorName, errorMessage */
-  en?: string | undefined
-  em?: string | undefined
+  en?: string
+  em?: string
   /** hasBody, bodyRedacted, replayedAt */
-  h?: true | undefined
-  br?: true | undefined
-  ra?: number | undefined
+  h?: true
+  br?: true
+  ra?: number
 }
 
-/** The entry `r` makes alone, as stored: mergeRecord(undefined, r) (merge.ts) without the body, in one object literal. */
+/**
+ * The entry `r` makes alone, as stored: mergeRecord(undefined, r) (merge.ts) without the body.
+ * Written out rather than an object given to JSON.stringify: about half the time per record.
+ */
 function stored(r: HistoryRecord): string {
-  const kept = r.body !== undefined
-  const s: Stored = {
-    r: r.at,
-    u: r.at,
-    o: r.outcome,
-    a: (r.attempts ?? 0) + (r.addAttempt ? 1 : 0),
-    d: r.delivered ? 1 : 0,
-    p: r.replay ? 1 : 0,
-    t: r.eventType,
-    s: r.status,
-    c: r.code,
-    pa: r.processed ? r.at : undefined,
-    en: r.error?.name,
-    em: r.error?.message,
-    h: kept || undefined,
-    br: (kept && r.bodyRedacted) || undefined,
-    ra: r.replay ? r.at : undefined,
-  }
-  return JSON.stringify(s)
+  let json = `{"r":${r.at},"o":${JSON.stringify(r.outcome)},"a":${(r.attempts ?? 0) + (r.addAttempt ? 1 : 0)},"d":${r.delivered ? 1 : 0}`
+  if (r.eventType !== undefined) json += `,"t":${JSON.stringify(r.eventType)}`
+  if (r.status !== undefined) json += `,"s":${r.status}`
+  if (r.code !== undefined) json += `,"c":${JSON.stringify(r.code)}`
+  if (r.processed) json += `,"pa":${r.at}`
+  if (r.error) json += `,"en":${JSON.stringify(r.error.name)},"em":${JSON.stringify(r.error.message)}`
+  if (r.body !== undefined) json += r.bodyRedacted ? ',"h":true,"br":true' : ',"h":true'
+  if (r.replay) json += `,"p":1,"ra":${r.at}`
+  return `${json}}`
 }
 
 /** An entry as read: its stored JSON and member, and the body when one is kept. */
 function toEntry(member: string, json: string, body?: string): HistoryEntry {
   const s = JSON.parse(json) as Stored
   const { endpoint, id } = ofMember(member)
-  const e: HistoryEntry = { id, endpoint, receivedAt: s.r, updatedAt: s.u, outcome: s.o, attempts: s.a, deliveries: s.d, replays: s.p, hasBody: s.h === true }
+  const e: HistoryEntry = { id, endpoint, receivedAt: s.r, updatedAt: s.u ?? s.r, outcome: s.o, attempts: s.a, deliveries: s.d, replays: s.p ?? 0, hasBody: s.h === true }
   if (s.t !== undefined) e.eventType = s.t
   if (s.s !== undefined) e.status = s.s
   if (s.c !== undefined) e.code = s.c
