@@ -109,25 +109,27 @@ function toEntry(member: string, json: string, body?: string): HistoryEntry {
 
 /**
  * The write script's arguments for a batch (redis-scripts.ts), in its order: the flags, then the
- * lists the script passes to its commands as they are. `now` scores the endpoints written.
+ * lists the script passes to its commands as they are. An endpoint written is scored by its
+ * latest record, or `now` when later: never before an entry of it was received.
  */
-function batchArgs(records: HistoryRecord[], now: string, fixed: string[]): string[] {
+function batchArgs(records: HistoryRecord[], now: number, fixed: string[]): string[] {
   const entries: string[] = []
   const scores: string[] = []
   const bodies: string[] = []
-  const heads = new Map<string, string>()
+  const heads = new Map<string, { head: string; last: number }>()
   let flags = ''
   for (const r of records) {
-    let head = heads.get(r.endpoint)
-    if (head === undefined) heads.set(r.endpoint, (head = memberOf(r.endpoint, '')))
-    const member = head + r.id
+    let seen = heads.get(r.endpoint)
+    if (seen === undefined) heads.set(r.endpoint, (seen = { head: memberOf(r.endpoint, ''), last: now }))
+    if (r.at > seen.last) seen.last = r.at
+    const member = seen.head + r.id
     entries.push(member, stored(r))
     scores.push(String(r.at), member)
     if (r.body !== undefined) bodies.push(member, r.body)
     flags += String.fromCharCode(64 + (r.soft ? FLAG.soft : 0) + (r.attempts !== undefined ? FLAG.setAttempts : 0) + (r.addAttempt ? FLAG.addAttempt : 0) + (r.error === null ? FLAG.clearError : 0))
   }
   const endpoints: string[] = []
-  for (const head of heads.values()) endpoints.push(now, head)
+  for (const { head, last } of heads.values()) endpoints.push(String(last), head)
   fixed.push(String(records.length), String(bodies.length / 2), String(heads.size), flags)
   return fixed.concat(entries, scores, bodies, endpoints)
 }
@@ -164,9 +166,9 @@ export class RedisHistory extends BatchedHistory {
 
   protected async write(records: HistoryRecord[], refusals: RefusalCount[]): Promise<void> {
     const windows = refusals.map((r) => ({ w: r.windowStart, code: r.code, n: r.count, ids: r.claimedIds }))
-    const now = String(this.now())
+    const now = this.now()
     const fixed = [
-      now,
+      String(now),
       String(Math.ceil(this.retentionMs)),
       String(this.maxEntries),
       String(REFUSAL_RETENTION_MS),

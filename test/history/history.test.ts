@@ -372,6 +372,23 @@ describeWithRedis('RedisHistory', () => {
     expect(listed.sort(byKey)).toEqual((await memory.list({ limit: 500 })).entries.sort(byKey))
   })
 
+  it('get(id) without an endpoint answers the latest received entry of that id, and nothing past the retention', async () => {
+    let now = Date.now()
+    const history = new RedisHistory({ client: connect(server.url), prefix: `{latest-${now}}:`, retentionMs: 60_000, now: () => now, log: false })
+    history.record({ id: 'x', endpoint: 'a', at: now, outcome: 'processed', delivered: true })
+    history.record({ id: 'x', endpoint: 'b', at: now + 5, outcome: 'failed', delivered: true })
+    await history.flush()
+    // A later record of the older entry changes it, not which entry is the latest received.
+    history.record({ id: 'x', endpoint: 'a', at: now + 10, outcome: 'retrying', attempts: 2 })
+    await history.flush()
+    expect(await history.get('x')).toMatchObject({ endpoint: 'b', outcome: 'failed' })
+    expect(await history.get('x', 'a')).toMatchObject({ endpoint: 'a', outcome: 'retrying', attempts: 2, updatedAt: now + 10 })
+    now += 60_011
+    expect(await history.get('x')).toBeUndefined()
+    expect(await history.get('x', 'b')).toBeUndefined()
+    expect((await history.list()).entries).toEqual([])
+  })
+
   it('keeps every key in one Cluster slot: the prefix gets a hash tag', () => {
     expect(new RedisHistory({ client: connect(server.url), prefix: 'app:h:' }).prefix).toBe('{app:h:}')
     expect(new RedisHistory({ client: connect(server.url) }).prefix).toBe('{svc-webhooks:history}:')
