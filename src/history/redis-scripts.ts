@@ -29,10 +29,9 @@ export const WRITE_FIXED = 10
 export const FLAG = { soft: 1, setAttempts: 2, addAttempt: 4, clearError: 8 } as const
 
 // ARGV: P, now, retentionMs, maxEntries, refusalRetentionMs, refusals (JSON), record count n,
-// body count, endpoint head count, flags (one character per record, 64 + FLAG bits), then four
-// lists laid out as the commands take them: n pairs member, entry JSON (HSET); n pairs
-// receivedAt, member (ZADD); a pair member, body per kept body (HSET); a pair time, head per
-// endpoint (ZADD). The entry JSON is the record applied to no entry (mergeRecord in merge.ts,
+// body count, endpoint head count, flags (one character per record, 64 + FLAG bits), then: n
+// pairs member, entry JSON, as HSET takes them; the n receivedAt; a pair member, body per kept
+// body (HSET); a pair time, head per endpoint (ZADD). The entry JSON is the record applied to no entry (mergeRecord in merge.ts,
 // built by the client), written as is when the member is new. When it exists, the same JSON is
 // the change, and the flags say which of its fields are relative: soft (the outcome only on a
 // new entry), setAttempts (attempts set, not added), addAttempt (one attempt added), clearError;
@@ -47,16 +46,23 @@ local flags = ARGV[10]
 local E, B, EP = P .. 'e', P .. 'b', P .. 'ep'
 local a = ${WRITE_FIXED} + 1
 local s = a + 2 * n
-local b = s + 2 * n
+local b = s + n
 local h = b + 2 * tonumber(ARGV[8])
 local z = h + 2 * tonumber(ARGV[9])
 -- New members get their first record's receivedAt; when all of them are new, the entries are the records.
-if n > 0 and redis.call('ZADD', KEYS[1], 'NX', unpack(ARGV, s, b - 1)) < n then
+-- The members are sent once: a loop here costs less than each argument sent twice.
+local scored = {}
+for i = 1, n do
+  scored[2 * i - 1] = ARGV[s + i - 1]
+  scored[2 * i] = ARGV[a + 2 * i - 2]
+end
+if n > 0 and redis.call('ZADD', KEYS[1], 'NX', unpack(scored)) < n then
   local members = {}
   for i = 1, n do members[i] = ARGV[a + 2 * i - 2] end
+  scored = {}
   local found = redis.call('HMGET', E, unpack(members))
   -- An entry changed by several records of the batch is decoded once and written once.
-  local cur, order, scored = {}, {}, {}
+  local cur, order = {}, {}
   for i = 1, n do
     local m = members[i]
     local e = cur[m]

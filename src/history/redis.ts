@@ -108,8 +108,10 @@ function toEntry(member: string, json: string, body?: string): HistoryEntry {
 }
 
 /**
- * The write script's arguments for a batch (redis-scripts.ts), in its order: the flags, then the
- * lists the script passes to its commands as they are. An endpoint written is scored by its
+ * The write script's arguments for a batch (redis-scripts.ts), in its order: the flags, the
+ * entries as HSET takes them, their receivedAt, the bodies and the endpoints. Each member is sent
+ * once: every argument costs the receiver more than the script's loop costs Redis. An endpoint
+ * written is scored by its
  * latest record, or `now` when later: never before an entry of it was received.
  */
 function batchArgs(records: HistoryRecord[], now: number, fixed: string[]): string[] {
@@ -124,7 +126,7 @@ function batchArgs(records: HistoryRecord[], now: number, fixed: string[]): stri
     if (r.at > seen.last) seen.last = r.at
     const member = seen.head + r.id
     entries.push(member, stored(r))
-    scores.push(String(r.at), member)
+    scores.push(String(r.at))
     if (r.body !== undefined) bodies.push(member, r.body)
     flags += String.fromCharCode(64 + (r.soft ? FLAG.soft : 0) + (r.attempts !== undefined ? FLAG.setAttempts : 0) + (r.addAttempt ? FLAG.addAttempt : 0) + (r.error === null ? FLAG.clearError : 0))
   }
