@@ -18,8 +18,8 @@
  * nobody writes to any more goes too; reads skip what is past the retention and not trimmed
  * yet. No id → member map: an id's entries are looked up under each endpoint written within the
  * retention, a few reads for a rare call where the map cost a write per entry. On the benchmark
- * machine (bench/history-cost.mjs) Redis spends about 3.4 µs of CPU per recorded delivery with
- * this layout, 8 µs with one string key per entry (SET NX PX) and an id map.
+ * machine (bench/history-cost.mjs) Redis spends 3 to 4 µs of CPU per recorded delivery with this
+ * layout, 8 to 9 µs with one string key per entry (`SET NX PX`) and an id map.
  */
 
 /** Fixed ARGV of WRITE before the records. */
