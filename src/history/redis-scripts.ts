@@ -11,8 +11,8 @@
  * (the windows).
  *
  * Built for a batch of new entries, nearly every batch the receiver sends: one `ZADD NX` of the
- * batch's members says they are all new, and one `HSET` then writes them all, the arguments
- * passed on as the client laid them out, with no loop and no decoding in the script. No key and
+ * batch's members says they are all new, and one `HSET` then writes them all, the entries passed
+ * on as the client laid them out, with nothing decoded in the script. No key and
  * no TTL per entry: each write trims the index of the expired and of the oldest past
  * `maxEntries`, with their fields, and sets the four keys' TTL to the retention, so a history
  * nobody writes to any more goes too; reads skip what is past the retention and not trimmed
@@ -31,11 +31,11 @@ export const FLAG = { soft: 1, setAttempts: 2, addAttempt: 4, clearError: 8 } as
 // ARGV: P, now, retentionMs, maxEntries, refusalRetentionMs, refusals (JSON), record count n,
 // body count, endpoint head count, flags (one character per record, 64 + FLAG bits), then: n
 // pairs member, entry JSON, as HSET takes them; the n receivedAt; a pair member, body per kept
-// body (HSET); a pair time, head per endpoint (ZADD). The entry JSON is the record applied to no entry (mergeRecord in merge.ts,
-// built by the client), written as is when the member is new. When it exists, the same JSON is
-// the change, and the flags say which of its fields are relative: soft (the outcome only on a
-// new entry), setAttempts (attempts set, not added), addAttempt (one attempt added), clearError;
-// the rules are merge.ts's.
+// body (HSET); a pair time, head per endpoint (ZADD). The entry JSON is the record applied to no
+// entry (mergeRecord in merge.ts, built by the client), written as is when the member is new.
+// When it exists, the same JSON is the change, and the flags say which of its fields are
+// relative: soft (the outcome only on a new entry), setAttempts (attempts set, not added),
+// addAttempt (one attempt added), clearError; the rules are merge.ts's.
 export const WRITE = `local P = ARGV[1]
 local now = tonumber(ARGV[2])
 local ret = ARGV[3]
@@ -59,7 +59,7 @@ end
 if n > 0 and redis.call('ZADD', KEYS[1], 'NX', unpack(scored)) < n then
   local members = {}
   for i = 1, n do members[i] = ARGV[a + 2 * i - 2] end
-  scored = {}
+  local lowered = {}
   local found = redis.call('HMGET', E, unpack(members))
   -- An entry changed by several records of the batch is decoded once and written once.
   local cur, order = {}, {}
@@ -77,14 +77,14 @@ if n > 0 and redis.call('ZADD', KEYS[1], 'NX', unpack(scored)) < n then
       local r = cjson.decode(ARGV[a + 2 * i - 1])
       local f = flags:byte(i) - 64
       local at = r.r
-      -- Absent, updatedAt is receivedAt, and replays 0: made explicit before either changes.
+      -- Absent, updatedAt is receivedAt: made explicit before receivedAt can change.
       e.u = e.u or e.r
       -- A late record (another process's, landing out of order) never replaces a newer outcome.
       local late = at < e.u
       if at < e.r then
         e.r = at
-        scored[#scored + 1] = at
-        scored[#scored + 1] = m
+        lowered[#lowered + 1] = at
+        lowered[#lowered + 1] = m
       end
       if at > e.u then e.u = at end
       if r.t then e.t = r.t end
@@ -122,7 +122,7 @@ if n > 0 and redis.call('ZADD', KEYS[1], 'NX', unpack(scored)) < n then
     fields[#fields + 1] = type(e) == 'string' and e or cjson.encode(e)
   end
   redis.call('HSET', E, unpack(fields))
-  if #scored > 0 then redis.call('ZADD', KEYS[1], unpack(scored)) end
+  if #lowered > 0 then redis.call('ZADD', KEYS[1], unpack(lowered)) end
 elseif n > 0 then
   redis.call('HSET', E, unpack(ARGV, a, s - 1))
 end
@@ -207,9 +207,10 @@ while scanned < cap do
 end
 return { rows, lastm, lasts }`
 
-// ARGV: P, member ('' to look the id up), id, oldest endpoint write kept. Replies { member,
-// entry JSON, body } (the body false when none is kept), or an empty list. Without a member, the id's entry
-// of each endpoint written within the retention is looked up, and the latest received answers.
+// ARGV: P, member ('' to look the id up), id, oldest receivedAt kept. Replies { member, entry
+// JSON, body } (the body false when none is kept), or an empty list. Without a member, the id's
+// entry under each endpoint written since the oldest kept is looked up, and the one received last
+// answers.
 export const GET = `local P = ARGV[1]
 local E = P .. 'e'
 local m = ARGV[2]
