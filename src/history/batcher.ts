@@ -67,12 +67,18 @@ export class Batcher {
     ;(this.timer as { unref?: () => void }).unref?.()
   }
 
-  /** Writes batches until nothing waits; one write at a time. */
-  private drain(): Promise<void> {
+  /**
+   * Writes a batch, and the next at once while a whole one waits (or, with `all`, until nothing
+   * waits); one write at a time. Records that came in during a write otherwise wait for the next
+   * timer: written at once, they made a batch of what one round trip gathers, a few dozen records,
+   * and each batch costs the receiver and the server about as much again as its records.
+   */
+  private drain(all = false): Promise<void> {
     if (this.writing) return this.writing
     this.writing = (async () => {
       // Bounded: each pass takes at least one record or the tally, and nothing is added back.
       for (let pass = 0; pass < MAX_PENDING && (this.pending.length > 0 || !this.tally.empty); pass++) {
+        if (pass > 0 && !all && this.pending.length < BATCH) break
         const records = this.pending.length <= BATCH ? this.pending : this.pending.slice(0, BATCH)
         this.pending = this.pending.length <= BATCH ? [] : this.pending.slice(BATCH)
         const refusals = this.tally.drain()
@@ -106,7 +112,7 @@ export class Batcher {
       this.timer = undefined
     }
     // Bounded: a drain empties the queue; records pushed meanwhile get one more.
-    for (let i = 0; i < 3 && (this.writing || this.pending.length > 0 || !this.tally.empty); i++) await this.drain()
+    for (let i = 0; i < 3 && (this.writing || this.pending.length > 0 || !this.tally.empty); i++) await this.drain(true)
   }
 
   stats(): HistoryStats {

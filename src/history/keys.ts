@@ -17,3 +17,15 @@ export function taggedPrefix(prefix: string): string {
 export function memberOf(endpoint: string, id: string): string {
   return `${endpoint.length}:${endpoint}:${id}`
 }
+
+/**
+ * The endpoint and the id of a member made by {@link memberOf}.
+ *
+ * @example
+ * ofMember('7:default:evt_1') // { endpoint: 'default', id: 'evt_1' }
+ */
+export function ofMember(member: string): { endpoint: string; id: string } {
+  const colon = member.indexOf(':')
+  const length = Number(member.slice(0, colon))
+  return { endpoint: member.slice(colon + 1, colon + 1 + length), id: member.slice(colon + length + 2) }
+}

@@ -1,6 +1,7 @@
 /**
  * How a {@link HistoryRecord} changes an entry, written once in JavaScript for MemoryHistory; the
- * Redis script and the Postgres upsert apply the same rules (redis-scripts.ts, postgres-sql.ts).
+ * Redis script and the Postgres upsert apply the same rules (redis-scripts.ts, postgres-sql.ts),
+ * and RedisHistory builds a record's entry alone the same way (`stored` in redis.ts).
  */
 import type { HistoryEntry, HistoryRecord } from './types.js'
 

@@ -3,113 +3,145 @@
  * with KEYS[1] the index and ARGV[1] the tagged prefix (keys.ts): every key a script touches is
  * built from that prefix, so all of them hash to one Cluster slot.
  *
- * An entry is one string `P e:<member>`, the JSON of its HistoryEntry without the body; a kept
- * body is the string `P b:<member>`. `P idx` orders members by receivedAt; `P ids` maps an id to
- * its latest member (for `get(id)` without an endpoint). Refusals: `P r:<window>` (code → count),
- * `P ri:<window>` (code → JSON ids), `P rw` (the windows).
+ * Keys: `P i` orders members (keys.ts) by receivedAt. `P e` is a hash of member → entry: the
+ * JSON of its HistoryEntry in short names (redis.ts `Stored`), without the id and the endpoint
+ * its member holds, and without the body. `P b` is a hash of member → kept body. `P ep` orders
+ * endpoint heads (`<length>:<endpoint>:`) by their latest record, for `get(id)` without an
+ * endpoint. Refusals: `P r:<window>` (code → count), `P ri:<window>` (code → JSON ids), `P rw`
+ * (the windows).
  *
- * One string per entry rather than a hash field per attribute: a new entry, nearly every record
- * the receiver makes, is then one `SET NX` the client built, with no read and no decoding on the
- * server; a hash cost a read, a 14-field write and a decode of every record, twice the server's
- * CPU per delivery, and the server shares the machine with the receiver.
+ * Built for a batch of new entries, nearly every batch the receiver sends: one `ZADD NX` of the
+ * batch's members says they are all new, and one `HSET` then writes them all, the entries passed
+ * on as the client laid them out, with nothing decoded in the script. No key and
+ * no TTL per entry: each write trims the index of the expired and of the oldest past
+ * `maxEntries`, with their fields, and sets the four keys' TTL to the retention, so a history
+ * nobody writes to any more goes too; reads skip what is past the retention and not trimmed
+ * yet. No id → member map: an id's entries are looked up under each endpoint written within the
+ * retention, a few reads for a rare call where the map cost a write per entry. On the benchmark
+ * machine (bench/history-cost.mjs) Redis spends 3 to 4 µs of CPU per recorded delivery with this
+ * layout, 8 to 9 µs with one string key per entry (`SET NX PX`) and an id map.
  */
 
 /** Fixed ARGV of WRITE before the records. */
-export const WRITE_FIXED = 7
+export const WRITE_FIXED = 10
 
-// ARGV: P, now, retentionMs, maxEntries, refusalRetentionMs, refusals (JSON), record count, then
-// per record: `<at> <flags> <the id's length in bytes> <member>`, the entry JSON, and the body
-// when the flags hold b. The
-// entry JSON is the record applied to no entry (mergeRecord in merge.ts, built by the client),
-// written as is when the member is new. When it exists, the same JSON is the change, and the
-// flags say which of its fields are relative: s (soft: the outcome only on a new entry), a
-// (attempts set, not added), i (one attempt added), c (the error cleared); the rules are merge.ts's.
-// Few arguments per record on purpose: each costs the client more than a longer one.
+/** Flag bits of a record in WRITE's flags argument, added to 64 to make one character per record. */
+export const FLAG = { soft: 1, setAttempts: 2, addAttempt: 4, clearError: 8 } as const
+
+// ARGV: P, now, retentionMs, maxEntries, refusalRetentionMs, refusals (JSON), record count n,
+// body count, endpoint head count, flags (one character per record, 64 + FLAG bits), then: n
+// pairs member, entry JSON, as HSET takes them; the n receivedAt; a pair member, body per kept
+// body (HSET); a pair time, head per endpoint (ZADD). The entry JSON is the record applied to no
+// entry (mergeRecord in merge.ts, built by the client), written as is when the member is new.
+// When it exists, the same JSON is the change, and the flags say which of its fields are
+// relative: soft (the outcome only on a new entry), setAttempts (attempts set, not added),
+// addAttempt (one attempt added), clearError; the rules are merge.ts's.
 export const WRITE = `local P = ARGV[1]
 local now = tonumber(ARGV[2])
 local ret = ARGV[3]
 local max = tonumber(ARGV[4])
 local rret = tonumber(ARGV[5])
 local n = tonumber(ARGV[7])
--- The new entries' index and id writes go in one ZADD and one HSET for the batch, not one each.
-local scored, named = {}, {}
-local o = ${WRITE_FIXED} + 1
-for _ = 1, n do
-  local at, flags, idlen, m = ARGV[o]:match('^(%S+) (%a*) (%d+) (.*)$')
-  local json = ARGV[o + 1]
-  local body
-  o = o + 2
-  if flags:find('b', 1, true) then
-    body = ARGV[o]
-    o = o + 1
-  end
-  local e = P .. 'e:' .. m
-  if redis.call('SET', e, json, 'NX', 'PX', ret) then
-    scored[#scored + 1] = at
-    scored[#scored + 1] = m
-    named[#named + 1] = m:sub(-tonumber(idlen))
-    named[#named + 1] = m
-  else
-    local cur = cjson.decode(redis.call('GET', e))
-    local r = cjson.decode(json)
-    at = r.updatedAt
-    -- A late record (another process's, landing out of order) never replaces a newer outcome.
-    local late = at < cur.updatedAt
-    if at < cur.receivedAt then
-      cur.receivedAt = at
-      -- In the batch's ZADD, after this member's own if it is new in this batch: the last score wins.
-      scored[#scored + 1] = at
-      scored[#scored + 1] = m
-    end
-    if at > cur.updatedAt then cur.updatedAt = at end
-    if r.eventType then cur.eventType = r.eventType end
-    cur.deliveries = cur.deliveries + r.deliveries
-    if not (flags:find('s', 1, true) or late) then
-      cur.outcome = r.outcome
-      if r.status then cur.status = r.status end
-      if r.code then cur.code = r.code elseif r.status then cur.code = nil end
-    end
-    if flags:find('a', 1, true) then cur.attempts = r.attempts
-    elseif flags:find('i', 1, true) then cur.attempts = cur.attempts + 1 end
-    if r.processedAt then cur.processedAt = at end
-    if flags:find('c', 1, true) then
-      cur.errorName = nil
-      cur.errorMessage = nil
-    elseif r.errorName then
-      cur.errorName = r.errorName
-      cur.errorMessage = r.errorMessage
-    end
-    if body then
-      cur.hasBody = true
-      cur.bodyRedacted = r.bodyRedacted
-    end
-    if r.replays > 0 then
-      cur.replays = cur.replays + 1
-      cur.replayedAt = at
-    end
-    redis.call('SET', e, cjson.encode(cur), 'PX', ret)
-    if cur.hasBody and not body then redis.call('PEXPIRE', P .. 'b:' .. m, ret) end
-  end
-  if body then redis.call('SET', P .. 'b:' .. m, body, 'PX', ret) end
+local flags = ARGV[10]
+local E, B, EP = P .. 'e', P .. 'b', P .. 'ep'
+local a = ${WRITE_FIXED} + 1
+local s = a + 2 * n
+local b = s + n
+local h = b + 2 * tonumber(ARGV[8])
+local z = h + 2 * tonumber(ARGV[9])
+-- New members get their first record's receivedAt; when all of them are new, the entries are the records.
+-- The members are sent once: a loop here costs less than each argument sent twice.
+local scored = {}
+for i = 1, n do
+  scored[2 * i - 1] = ARGV[s + i - 1]
+  scored[2 * i] = ARGV[a + 2 * i - 2]
 end
-if #scored > 0 then redis.call('ZADD', KEYS[1], unpack(scored)) end
-if #named > 0 then redis.call('HSET', P .. 'ids', unpack(named)) end
+if n > 0 and redis.call('ZADD', KEYS[1], 'NX', unpack(scored)) < n then
+  local members = {}
+  for i = 1, n do members[i] = ARGV[a + 2 * i - 2] end
+  local lowered = {}
+  local found = redis.call('HMGET', E, unpack(members))
+  -- An entry changed by several records of the batch is decoded once and written once.
+  local cur, order = {}, {}
+  for i = 1, n do
+    local m = members[i]
+    local e = cur[m]
+    if e == nil then
+      e = found[i]
+      order[#order + 1] = m
+    end
+    if not e then
+      cur[m] = ARGV[a + 2 * i - 1]
+    else
+      if type(e) == 'string' then e = cjson.decode(e) end
+      local r = cjson.decode(ARGV[a + 2 * i - 1])
+      local f = flags:byte(i) - 64
+      local at = r.r
+      -- Absent, updatedAt is receivedAt: made explicit before receivedAt can change.
+      e.u = e.u or e.r
+      -- A late record (another process's, landing out of order) never replaces a newer outcome.
+      local late = at < e.u
+      if at < e.r then
+        e.r = at
+        lowered[#lowered + 1] = at
+        lowered[#lowered + 1] = m
+      end
+      if at > e.u then e.u = at end
+      if r.t then e.t = r.t end
+      e.d = e.d + r.d
+      if bit.band(f, ${FLAG.soft}) == 0 and not late then
+        e.o = r.o
+        if r.s then e.s = r.s end
+        if r.c then e.c = r.c elseif r.s then e.c = nil end
+      end
+      if bit.band(f, ${FLAG.setAttempts}) ~= 0 then e.a = r.a
+      elseif bit.band(f, ${FLAG.addAttempt}) ~= 0 then e.a = e.a + 1 end
+      if r.pa then e.pa = at end
+      if bit.band(f, ${FLAG.clearError}) ~= 0 then
+        e.en = nil
+        e.em = nil
+      elseif r.en then
+        e.en = r.en
+        e.em = r.em
+      end
+      if r.h then
+        e.h = true
+        e.br = r.br
+      end
+      if r.p then
+        e.p = (e.p or 0) + 1
+        e.ra = at
+      end
+      cur[m] = e
+    end
+  end
+  local fields = {}
+  for _, m in ipairs(order) do
+    local e = cur[m]
+    fields[#fields + 1] = m
+    fields[#fields + 1] = type(e) == 'string' and e or cjson.encode(e)
+  end
+  redis.call('HSET', E, unpack(fields))
+  if #lowered > 0 then redis.call('ZADD', KEYS[1], unpack(lowered)) end
+elseif n > 0 then
+  redis.call('HSET', E, unpack(ARGV, a, s - 1))
+end
+if h > b then redis.call('HSET', B, unpack(ARGV, b, h - 1)) end
+if z > h then redis.call('ZADD', EP, unpack(ARGV, h, z - 1)) end
 -- Self-maintaining, with bounded work per call: the expired first, then the oldest past the bound.
 local function drop(members)
-  for _, m in ipairs(members) do
-    local e = P .. 'e:' .. m
-    local f = redis.call('GET', e)
-    redis.call('DEL', e, P .. 'b:' .. m)
-    redis.call('ZREM', KEYS[1], m)
-    if f then
-      local id = cjson.decode(f).id
-      if redis.call('HGET', P .. 'ids', id) == m then redis.call('HDEL', P .. 'ids', id) end
-    end
-  end
+  if #members == 0 then return end
+  redis.call('ZREM', KEYS[1], unpack(members))
+  redis.call('HDEL', E, unpack(members))
+  redis.call('HDEL', B, unpack(members))
 end
 drop(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. (now - tonumber(ret)), 'LIMIT', 0, 1000))
 local over = redis.call('ZCARD', KEYS[1]) - max
 if over > 0 then drop(redis.call('ZRANGE', KEYS[1], 0, math.min(over, 1000) - 1)) end
+if z > h then
+  redis.call('ZREMRANGEBYSCORE', EP, '-inf', '(' .. (now - tonumber(ret)))
+  for _, k in ipairs({ KEYS[1], E, B, EP }) do redis.call('PEXPIRE', k, ret) end
+end
 local windows = cjson.decode(ARGV[6])
 for _, w in ipairs(windows) do
   local rk = P .. 'r:' .. w.w
@@ -134,8 +166,8 @@ return 1`
 
 // ARGV: P, max score (inclusive), min score (inclusive), cursor member ('' for none), limit,
 // endpoint member prefix ('' for any), outcome ('' for any), most members looked at. Replies
-// { entries (JSON), last scanned member and score (or nothing when the index ran out) }. An
-// entry is decoded only to filter by outcome; the endpoint is the member's head.
+// { member and entry JSON of each row, last scanned member and score (or nothing when the index
+// ran out) }. An entry is decoded only to filter by outcome; the endpoint is the member's head.
 export const LIST = `local P = ARGV[1]
 local maxs = ARGV[2]
 local mins = ARGV[3]
@@ -162,8 +194,9 @@ while scanned < cap do
       scanned = scanned + 1
       lastm, lasts = m, s
       if ep == '' or m:sub(1, #ep) == ep then
-        local f = redis.call('GET', P .. 'e:' .. m)
-        if f and (oc == '' or cjson.decode(f).outcome == oc) then
+        local f = redis.call('HGET', P .. 'e', m)
+        if f and (oc == '' or cjson.decode(f).o == oc) then
+          rows[#rows + 1] = m
           rows[#rows + 1] = f
           if #rows >= limit then return { rows, lastm, lasts } end
         end
@@ -174,15 +207,28 @@ while scanned < cap do
 end
 return { rows, lastm, lasts }`
 
-// ARGV: P, member ('' to look the id up), id. Replies { entry JSON, body } (the body false when
-// none is kept), or an empty list.
+// ARGV: P, member ('' to look the id up), id, oldest receivedAt kept. Replies { member, entry
+// JSON, body } (the body false when none is kept), or an empty list. Without a member, the id's
+// entry under each endpoint written since the oldest kept is looked up, and the one received last
+// answers.
 export const GET = `local P = ARGV[1]
+local E = P .. 'e'
 local m = ARGV[2]
-if m == '' then m = redis.call('HGET', P .. 'ids', ARGV[3]) end
-if not m then return {} end
-local f = redis.call('GET', P .. 'e:' .. m)
+local f
+if m == '' then
+  local latest
+  for _, head in ipairs(redis.call('ZRANGEBYSCORE', P .. 'ep', ARGV[4], '+inf')) do
+    local found = redis.call('HGET', E, head .. ARGV[3])
+    if found then
+      local at = cjson.decode(found).r
+      if not f or at > latest then f, latest, m = found, at, head .. ARGV[3] end
+    end
+  end
+else
+  f = redis.call('HGET', E, m)
+end
 if not f then return {} end
-return { f, redis.call('GET', P .. 'b:' .. m) }`
+return { m, f, redis.call('HGET', P .. 'b', m) }`
 
 // ARGV: P, since. Replies { window, HGETALL counts, HGETALL ids } per window, newest first.
 export const REFUSALS = `local P = ARGV[1]

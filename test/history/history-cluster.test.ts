@@ -30,7 +30,7 @@ describeWithService('RedisHistory on a Redis Cluster', 'a Redis Cluster (redis-s
     it(`records, lists, gets and counts refusals with prefix ${prefix ?? '(default)'}`, async () => {
       const history = new RedisHistory({ client, keepBodies: true, log: false, ...(prefix && { prefix }) })
       // Keys in other slots would be CROSSSLOT; every key is built from the tagged prefix.
-      expect(new Set([`${history.prefix}idx`, `${history.prefix}ids`, `${history.prefix}e:7:default:x`, `${history.prefix}r:0`].map(slotOf)).size).toBe(1)
+      expect(new Set([`${history.prefix}i`, `${history.prefix}e`, `${history.prefix}b`, `${history.prefix}ep`, `${history.prefix}r:0`].map(slotOf)).size).toBe(1)
       const receiver = createWebhookReceiver({ secret: SECRET, history, log: false, on: { 'message.received': () => undefined } })
       for (let i = 0; i < 20; i++) {
         const signed = await signWebhook({ secret: SECRET, id: `evt_cluster_${i}`, event: { event: 'message.received', message: { id: 'm', text: 'hi' } } })

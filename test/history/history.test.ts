@@ -11,8 +11,8 @@ import { Hono } from 'hono'
 import { serve } from '@hono/node-server'
 import Redis from 'ioredis'
 import pg from 'pg'
-import { createInboxWorker, MemoryInbox, type WebhookHistory, type WebhookReceiverOptions } from 'svc-webhooks'
-import { MemoryHistory } from 'svc-webhooks/history'
+import { createInboxWorker, MemoryInbox, type HistoryEntry, type WebhookHistory, type WebhookReceiverOptions } from 'svc-webhooks'
+import { MemoryHistory, type HistoryRecord } from 'svc-webhooks/history'
 import { webhooks as expressWebhooks } from 'svc-webhooks/express'
 import { webhooksPlugin } from 'svc-webhooks/fastify'
 import { webhooks as honoWebhooks } from 'svc-webhooks/hono'
@@ -318,9 +318,75 @@ describeWithRedis('RedisHistory', () => {
     expect(await history.get('évt_5')).toMatchObject({ id: 'évt_5', endpoint: 'tenänt ✓', hasBody: true, body: '{"n":5}' })
     expect(await history.get('évt_0')).toBeUndefined()
     expect(await history.size()).toBe(3)
-    expect((await client.hkeys(`${prefix}ids`)).sort()).toEqual(['évt_3', 'évt_4', 'évt_5'])
-    const body = (id: string) => `${prefix}b:${'tenänt ✓'.length}:tenänt ✓:${id}`
-    expect([await client.exists(body('évt_0')), await client.exists(body('évt_5'))]).toEqual([0, 1])
+    // The entries, their bodies and the index are trimmed together.
+    const members = ['évt_3', 'évt_4', 'évt_5'].map((id) => `${'tenänt ✓'.length}:tenänt ✓:${id}`)
+    expect((await client.hkeys(`${prefix}e`)).sort()).toEqual(members)
+    expect((await client.hkeys(`${prefix}b`)).sort()).toEqual(members)
+    expect((await client.zrange(`${prefix}i`, '0', '-1')).sort()).toEqual(members)
+  })
+
+  it('merges records as MemoryHistory does: in one batch or several, late, soft, errors, bodies, replays', async () => {
+    const memory = new MemoryHistory({ keepBodies: true })
+    const redis = new RedisHistory({ client: connect(server.url), prefix: `{merge-${Date.now()}}:`, keepBodies: true, log: false })
+    // A fixed pseudo-random sequence: every field of a record, for four ids on two endpoints.
+    let seed = 7
+    const next = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      // The high bits: an LCG's low ones repeat with a short period.
+      return Math.floor(seed / 65536) % n
+    }
+    const outcomes = ['accepted', 'processed', 'failed', 'retrying', 'dead', 'ignored', 'duplicate'] as const
+    const base = Date.now()
+    for (let batch = 0; batch < 40; batch++) {
+      // One to six records per batch: an id often gets several records in one batch.
+      for (let i = 0, n = 1 + next(6); i < n; i++) {
+        const r: HistoryRecord = { id: `m_${next(4)}`, endpoint: next(3) === 0 ? 'other' : 'default', at: base + next(1000), outcome: outcomes[next(outcomes.length)]! }
+        if (next(3) === 0) r.soft = true
+        if (next(2) === 0) r.eventType = `type.${next(3)}`
+        if (next(2) === 0) r.status = [200, 202, 500][next(3)]
+        if (next(2) === 0) r.code = ['handler_failed', 'in_flight', 'replayed'][next(3)]
+        if (next(4) === 0) r.attempts = next(5)
+        else if (next(2) === 0) r.addAttempt = true
+        if (next(2) === 0) r.delivered = true
+        if (next(3) === 0) r.processed = true
+        const error = next(4)
+        if (error === 0) r.error = null
+        else if (error === 1) r.error = { name: 'TypeError', message: `boom "${next(9)}" ✓` }
+        if (next(3) === 0) {
+          r.body = `{"n":${next(100)}}`
+          if (next(2) === 0) r.bodyRedacted = true
+        }
+        if (next(5) === 0) r.replay = true
+        memory.record(r)
+        redis.record(r)
+      }
+      await redis.flush()
+    }
+    for (const endpoint of ['default', 'other']) {
+      for (let id = 0; id < 4; id++) expect(await redis.get(`m_${id}`, endpoint)).toEqual(await memory.get(`m_${id}`, endpoint))
+    }
+    // Newest first; entries received in the same millisecond come in either engine's own order.
+    const listed = (await redis.list({ limit: 500 })).entries
+    expect(listed.every((e, i) => i === 0 || e.receivedAt <= listed[i - 1]!.receivedAt)).toBe(true)
+    const byKey = (a: HistoryEntry, b: HistoryEntry) => `${a.endpoint} ${a.id}`.localeCompare(`${b.endpoint} ${b.id}`)
+    expect(listed.sort(byKey)).toEqual((await memory.list({ limit: 500 })).entries.sort(byKey))
+  })
+
+  it('get(id) without an endpoint answers the latest received entry of that id, and nothing past the retention', async () => {
+    let now = Date.now()
+    const history = new RedisHistory({ client: connect(server.url), prefix: `{latest-${now}}:`, retentionMs: 60_000, now: () => now, log: false })
+    history.record({ id: 'x', endpoint: 'a', at: now, outcome: 'processed', delivered: true })
+    history.record({ id: 'x', endpoint: 'b', at: now + 5, outcome: 'failed', delivered: true })
+    await history.flush()
+    // A later record of the older entry changes it, not which entry is the latest received.
+    history.record({ id: 'x', endpoint: 'a', at: now + 10, outcome: 'retrying', attempts: 2 })
+    await history.flush()
+    expect(await history.get('x')).toMatchObject({ endpoint: 'b', outcome: 'failed' })
+    expect(await history.get('x', 'a')).toMatchObject({ endpoint: 'a', outcome: 'retrying', attempts: 2, updatedAt: now + 10 })
+    now += 60_011
+    expect(await history.get('x')).toBeUndefined()
+    expect(await history.get('x', 'b')).toBeUndefined()
+    expect((await history.list()).entries).toEqual([])
   })
 
   it('keeps every key in one Cluster slot: the prefix gets a hash tag', () => {
