@@ -3,6 +3,7 @@
  * payload, a token or a connection string, so it is capped, stripped of control characters and of
  * anything shaped like a secret or a signature before it is stored (and again escaped where shown).
  */
+import { LONE_SURROGATE } from '../log-window.js'
 import { positiveOption } from '../option-checks.js'
 import { DEFAULT_HISTORY_RETENTION_MS, DEFAULT_PAGE, HISTORY_OUTCOMES, MAX_PAGE, type HistoryOptions, type HistoryQuery } from './types.js'
 
@@ -11,7 +12,6 @@ export const MAX_ERROR_MESSAGE = 300
 
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
 /** Endpoint secrets, signatures, bearer tokens, credentials in URLs, long hex or base64 runs. */
 const SECRETS: RegExp[] = [
   /svc_whsec_[A-Za-z0-9+/=_-]*/g,
