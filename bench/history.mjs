@@ -12,7 +12,10 @@
  * variant instead of landing on one. Each ratio is the median over rounds of (with / without)
  * measured in the same round.
  *
- * Options: --duration 1 --warmup 3 --rounds 15 --connections 16.
+ * Options: --duration 1 --warmup 3 --rounds 15 --connections 16. `--split` adds a fourth receiver:
+ * RedisHistory with its batch write answered at once and nothing sent, which splits what
+ * RedisHistory costs into the receiver's own work (recording, batching, building the arguments)
+ * and the round trip (the client encoding the batch, the server running it).
  */
 import { spawn } from 'node:child_process'
 import { dirname, join } from 'node:path'
@@ -56,7 +59,7 @@ async function main() {
       if (r.non2xx > 0 || r.errors + r.timeouts > 0) throw new Error(`bench:history: ${r.non2xx} non-2xx answers, ${r.errors + r.timeouts} errors`)
       return r.requests.average
     }
-    const variants = ['none', 'memory', 'redis']
+    const variants = ['none', 'memory', 'redis', ...(process.argv.includes('--split') ? ['redis-unsent'] : [])]
     const measured = Object.fromEntries(variants.map((v) => [v, []]))
     const servers = {}
     try {
@@ -80,9 +83,10 @@ async function main() {
     console.log('\n| receiver (node:http) | req/s | vs without history | target |')
     console.log('|---|---:|---:|---|')
     console.log(`| without history | ${fmt(none)} | 100 % | |`)
-    for (const v of ['memory', 'redis']) {
+    const names = { memory: 'MemoryHistory', redis: 'RedisHistory', 'redis-unsent': 'RedisHistory, batches not sent' }
+    for (const v of variants.slice(1)) {
       const share = median(measured[v].map((rps, i) => rps / measured.none[i]))
-      console.log(`| ${v === 'memory' ? 'MemoryHistory' : 'RedisHistory'} | ${fmt(median(measured[v]))} | ${(share * 100).toFixed(1)} % | >= 90 % ${share >= 0.9 ? 'met' : 'MISSED'} |`)
+      console.log(`| ${names[v]} | ${fmt(median(measured[v]))} | ${(share * 100).toFixed(1)} % | ${v === 'redis-unsent' ? '(a split of the cost, not a target)' : `>= 90 % ${share >= 0.9 ? 'met' : 'MISSED'}`} |`)
     }
 
     // The console's overview with 100,000 entries.
