@@ -2,6 +2,7 @@
  * Verification options: the one exported options type, its defaults, and the check that turns
  * invalid options into a startup error instead of a silent pass (STYLE.md "Options").
  */
+import { positiveOption, waitOption } from './option-checks.js'
 import { DEFAULT_BODY_TIMEOUT_MS } from './read-body.js'
 import {
   importSecrets,
@@ -107,9 +108,6 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
 const cache = new WeakMap<object, ResolvedVerifyOptions>()
 
-/** A finite number above 0 (NaN and Infinity are not). */
-const positive = (value: unknown) => typeof value === 'number' && value > 0 && value < Infinity
-
 function fail(message: string): never {
   throw new TypeError(`svc-webhooks: ${message}`)
 }
@@ -143,15 +141,13 @@ export function resolveVerifyOptions(options: VerifyOptions): ResolvedVerifyOpti
     if (problem) fail(problem)
     secrets = importSecrets(secret)
   }
-  if (!positive(toleranceSeconds)) fail('`toleranceSeconds` must be a positive number of seconds; it cannot switch the timestamp check off.')
+  if (!(typeof toleranceSeconds === 'number' && toleranceSeconds > 0 && toleranceSeconds < Infinity)) fail('`toleranceSeconds` must be a positive number of seconds; it cannot switch the timestamp check off.')
   if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0) fail('`maxBodyBytes` must be a positive whole number of bytes.')
   if (typeof allowV1 !== 'boolean') fail('`allowV1` must be a boolean.')
   if (typeof now !== 'function') fail('`now` must be a function returning milliseconds since the epoch.')
-  for (const [name, value] of Object.entries({ bodyTimeoutMs, secretRefreshMs, secretRereadMs, secretReadTimeoutMs, maxPendingMs })) {
-    if (!positive(value)) fail(`\`${name}\` must be a positive number of milliseconds.`)
-  }
+  for (const [name, value] of Object.entries({ bodyTimeoutMs, secretRefreshMs, secretRereadMs, secretReadTimeoutMs, maxPendingMs })) positiveOption(value, `\`${name}\``)
   // Past 9.5 s the sender has given up on the attempt: a 503 it never reads is one more failure.
-  if (typeof pendingHoldMs !== 'number' || !(pendingHoldMs >= 0 && pendingHoldMs <= 9500)) fail('`pendingHoldMs` must be 0 to 9500 ms: the sender waits 10 s.')
+  waitOption(pendingHoldMs, '`pendingHoldMs`', 9500)
   const resolved: ResolvedVerifyOptions = {
     ...(secrets ? { secrets } : isSecretSource(secret) ? { source: secret } : { lookup: secret as SecretLookup<unknown> }),
     sourceSettings: {
