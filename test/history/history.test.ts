@@ -4,7 +4,7 @@
  * recorded once per delivery, a replay runs the handler exactly once and is recorded, forged
  * requests are only counted, and a history outage never changes an answer.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import express from 'express'
 import Fastify from 'fastify'
 import { Hono } from 'hono'
@@ -392,6 +392,44 @@ describeWithRedis('RedisHistory', () => {
   it('keeps every key in one Cluster slot: the prefix gets a hash tag', () => {
     expect(new RedisHistory({ client: connect(server.url), prefix: 'app:h:' }).prefix).toBe('{app:h:}')
     expect(new RedisHistory({ client: connect(server.url) }).prefix).toBe('{svc-webhooks:history}:')
+  })
+})
+
+describe('history batches (RedisHistory, PostgresHistory)', () => {
+  it('records that come in while a batch is written wait for the next 20 ms, unless a whole batch (500) waits', async () => {
+    vi.useFakeTimers()
+    try {
+      // The client is not under test: each write's record count, each answered when the test says.
+      const writes: { records: number; done: () => void }[] = []
+      const client = { eval: (_script: string, { arguments: args }: { arguments: string[] }) => new Promise<number>((resolve) => void writes.push({ records: Number(args[6]), done: () => resolve(1) })) }
+      const history = new RedisHistory({ client: client as never, log: false })
+      const record = (i: number) => history.record({ id: `evt_${i}`, endpoint: 'default', at: Date.now(), outcome: 'processed', delivered: true })
+      record(0)
+      await vi.advanceTimersByTimeAsync(20)
+      expect(writes.map((w) => w.records)).toEqual([1])
+      for (let i = 1; i <= 50; i++) record(i)
+      writes[0]!.done()
+      await vi.advanceTimersByTimeAsync(0)
+      // Not written at once behind the first (a batch of what one round trip gathers): after the timer.
+      expect(writes.map((w) => w.records)).toEqual([1])
+      await vi.advanceTimersByTimeAsync(20)
+      expect(writes.map((w) => w.records)).toEqual([1, 50])
+      for (let i = 51; i <= 650; i++) record(i)
+      writes[1]!.done()
+      await vi.advanceTimersByTimeAsync(0)
+      // A whole batch waiting goes at once; the rest waits for the timer again.
+      expect(writes.map((w) => w.records)).toEqual([1, 50, 500])
+      writes[2]!.done()
+      await vi.advanceTimersByTimeAsync(0)
+      expect(writes).toHaveLength(3)
+      await vi.advanceTimersByTimeAsync(20)
+      expect(writes.map((w) => w.records)).toEqual([1, 50, 500, 100])
+      writes[3]!.done()
+      await vi.advanceTimersByTimeAsync(0)
+      expect(history.stats()).toMatchObject({ recorded: 651, pending: 0, failed: 0 })
+    } finally {
+      vi.useRealTimers()
+    }
   })
 })
 
