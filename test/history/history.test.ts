@@ -389,6 +389,26 @@ describeWithRedis('RedisHistory', () => {
     expect((await history.list()).entries).toEqual([])
   })
 
+  it('two processes writing the same entries at once: each record counted once, the later outcome kept whatever lands first', async () => {
+    const prefix = `{two-writers-${Date.now()}}:`
+    const receiver = new RedisHistory({ client: connect(server.url), prefix, log: false })
+    const worker = new RedisHistory({ client: connect(server.url), prefix, log: false })
+    const at = Date.now()
+    const ids = Array.from({ length: 300 }, (_, i) => `evt_${i}`)
+    for (let round = 0; round < 3; round++) {
+      // Batches of both land interleaved: the same ids, in opposite orders.
+      for (const id of ids) receiver.record({ id, endpoint: 'default', at: at + round * 10, outcome: 'accepted', code: 'accepted', status: 202, delivered: true, addAttempt: true })
+      for (const id of [...ids].reverse()) worker.record({ id, endpoint: 'default', at: at + round * 10 + 1, outcome: 'retrying', addAttempt: true, error: { name: 'Error', message: `round ${round}` } })
+      await Promise.all([receiver.flush(), worker.flush()])
+    }
+    for (const id of [ids[0]!, ids[150]!, ids[299]!]) {
+      expect(await receiver.get(id)).toMatchObject({ id, receivedAt: at, updatedAt: at + 21, outcome: 'retrying', deliveries: 3, attempts: 6, errorMessage: 'round 2' })
+    }
+    expect(await receiver.size()).toBe(300)
+    expect(receiver.stats()).toMatchObject({ recorded: 900, failed: 0 })
+    expect(worker.stats()).toMatchObject({ recorded: 900, failed: 0 })
+  })
+
   it('keeps every key in one Cluster slot: the prefix gets a hash tag', () => {
     expect(new RedisHistory({ client: connect(server.url), prefix: 'app:h:' }).prefix).toBe('{app:h:}')
     expect(new RedisHistory({ client: connect(server.url) }).prefix).toBe('{svc-webhooks:history}:')
