@@ -55,7 +55,7 @@ export {
   type WebhookInbox,
   type WebhookInboxProducer,
 } from './contracts/inbox.js'
-export { MemoryInbox } from './inbox/memory.js'
+export { MemoryInbox, type MemoryInboxOptions } from './inbox/memory.js'
 export { createInboxWorker, type InboxWorker, type InboxWorkerOptions, type InboxWorkerResult } from './inbox/worker.js'
 export { byConversation, type OrderingKey, type OrderingOption } from './inbox/ordering.js'
 export type { RateLimit } from './inbox/flow.js'

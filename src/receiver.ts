@@ -17,7 +17,7 @@ import { claimRun } from './claim.js'
 import { DEFAULT_RETENTION_MS, isIdempotencyStore, type IdempotencyStore } from './contracts/store.js'
 import { positiveOption, waitOption } from './option-checks.js'
 import { heldTransport, verifyDelivery, verifySignature, type VerifiedDelivery, type VerifyProgress } from './verify.js'
-import type { WebhookInbox, WebhookInboxProducer } from './contracts/inbox.js'
+import type { FilingInbox, WebhookInbox, WebhookInboxProducer } from './contracts/inbox.js'
 import { appendWithin } from './inbox/append.js'
 import { createLogWindow, printable } from './log-window.js'
 import { endScope, type WebhookTelemetry } from './telemetry.js'
@@ -444,6 +444,9 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
           const { id, timestamp, signatureVersion, secretIndex, rawBody } = delivery
           try {
             const traceparent = scope?.traceparent()
+            const receivedAt = now()
+            // An inbox with `ordering` files the delivery under its key now, from the event parsed here.
+            const filed = (inbox as Partial<FilingInbox>).fileAt?.(delivery.event, { keys, receivedAt })
             const appended = await appendWithin(inbox, {
               keys,
               endpoint: result.endpoint!,
@@ -452,8 +455,9 @@ export function createWebhookReceiver<R = any>(options: WebhookReceiverOptions<R
               signatureVersion,
               secretIndex,
               rawBody,
-              receivedAt: now(),
+              receivedAt,
               ...(traceparent ? { traceparent } : {}),
+              ...(filed && { filed }),
             }, deadline)
             answer = end(result, appended === 'accepted' ? 'accepted' : 'duplicate')
           } catch (error) {

@@ -31,6 +31,19 @@ export interface InboxDelivery {
    * process span joins the receive span's trace. Engines keep it with the delivery.
    */
   traceparent?: string
+  /**
+   * Where an ordered take files it (its key and order text), computed at append from the
+   * inbox's `ordering`: the take places it without handing its body to a worker. Engines keep it
+   * with the delivery; a worker whose ordering is not its inbox's ignores it and places the
+   * delivery itself.
+   */
+  filed?: { key: string; order: string }
+}
+
+/** An inbox given an `ordering`: it tells where a delivery is filed at append (`InboxDelivery.filed`). */
+export interface FilingInbox {
+  /** The key and order of `event` by the inbox's `ordering`; undefined without one, or when its key function fails. */
+  fileAt(event: unknown, delivery: Pick<InboxDelivery, 'keys' | 'receivedAt'>): { key: string; order: string } | undefined
 }
 
 /** A delivery taken by a worker: held under `lease` until completed, retried, buried or the lease expires. */

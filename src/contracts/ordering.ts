@@ -6,9 +6,11 @@
  * the pause flag and the token bucket.
  *
  * How an ordered take works, on every engine:
- * 1. A delivery arrives unplaced (the receiver does not know the key function). A take first
- *    hands out due unplaced deliveries to be *placed*, under a short lease: the worker computes
- *    each one's key and order and calls {@link OrderingEngine.place}.
+ * 1. A delivery arrives unplaced. When its inbox has an `ordering`, the append stored where it is
+ *    filed (`InboxDelivery.filed`), and a take whose worker has the same ordering places it
+ *    itself (`options.filed`). Otherwise a take hands out due unplaced deliveries to be *placed*,
+ *    under a short lease: the worker computes each one's key and order and calls
+ *    {@link OrderingEngine.place}.
  * 2. While any delivery is due unplaced or being placed, no head is handed out: the head of a key
  *    is then the oldest of every delivery present, not only of those placed so far.
  * 3. Otherwise it leases the head of keys nobody runs: the lowest order among the key's
@@ -70,13 +72,28 @@ export interface Admission {
   pause: PauseState
 }
 
+/** The options of one ordered take. */
+export interface OrderedTakeOptions {
+  /** How long deliveries handed out to be placed stay leased to this caller. */
+  placeLeaseMs: number
+  /** Keys whose head just finished here: looked at now. */
+  poke: readonly string[]
+  /** Placements to make first, in the same round trip (engines with `placesInTake`). */
+  placements?: readonly Placement[]
+  /**
+   * The caller's ordering is its inbox's: deliveries filed at append (`InboxDelivery.filed`) are
+   * placed by the take itself, with this `strict`, never handed out to be placed.
+   */
+  filed?: { strict: boolean }
+}
+
 /** Order kept across every worker process on one inbox. */
 export interface OrderingEngine {
   /**
    * One ordered take. `poke` names keys whose head just finished here, so they are looked at now
    * rather than when that head's lease would have ended.
    */
-  takeOrdered(max: number, visibilityMs: number, options: { placeLeaseMs: number; poke: readonly string[]; placements?: readonly Placement[] }): Promise<OrderedTake>
+  takeOrdered(max: number, visibilityMs: number, options: OrderedTakeOptions): Promise<OrderedTake>
   /** Places deliveries taken to be placed; each answers false when its placing lease was lost. */
   place(placements: readonly Placement[]): Promise<boolean[]>
   /**

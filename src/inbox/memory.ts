@@ -8,6 +8,7 @@
 import {
   type AppendResult,
   type DeadLetter,
+  type FilingInbox,
   type InboxDelivery,
   type InboxEntry,
   type InboxOptions,
@@ -15,7 +16,8 @@ import {
   type WebhookInbox,
 } from '../contracts/inbox.js'
 import { DEFAULT_RETENTION_MS } from '../contracts/store.js'
-import type { Admission, FlowEngine, ModeEngine, OrderedEntry, OrderedTake, OrderingEngine, PauseState, Placement, WorkerMode } from '../contracts/ordering.js'
+import type { Admission, FlowEngine, ModeEngine, OrderedEntry, OrderedTake, OrderedTakeOptions, OrderingEngine, PauseState, Placement, WorkerMode } from '../contracts/ordering.js'
+import { filingOf, filingToStore, readOrdering, type InboxOrderingOption, type Ordering } from './ordering.js'
 import { TokenBucket } from './token-bucket.js'
 import { flowStats } from './flow-stats.js'
 
@@ -35,7 +37,12 @@ interface Held {
   placed?: { key: string; order: string; strict: boolean }
   /** Leased to be placed, not to run. */
   placing?: boolean
+  /** Where its append filed it (the inbox's `ordering`): placed by an ordered take without a worker. */
+  filed?: { key: string; order: string }
 }
+
+/** Options of {@link MemoryInbox}. */
+export interface MemoryInboxOptions extends InboxOptions, InboxOrderingOption {}
 
 /** A key's deliveries in run order, who runs its head, and the highest order completed. */
 interface KeyState {
@@ -52,7 +59,9 @@ interface KeyState {
  * app.post('/webhooks/svc', webhooks({ secret, inbox }))
  * createInboxWorker({ inbox, on: { 'message.received': save } }).start()
  */
-export class MemoryInbox implements WebhookInbox, OrderingEngine, FlowEngine, ModeEngine {
+export class MemoryInbox implements WebhookInbox, OrderingEngine, FlowEngine, ModeEngine, FilingInbox {
+  /** The `ordering` option, read: appends file each delivery, and workers on this inbox run with it. */
+  readonly ordering: Ordering | undefined
   private readonly retentionMs: number
   private readonly now: () => number
   /** Keys accepted (expiry Infinity until processed) or processed (expiry set). */
@@ -69,10 +78,15 @@ export class MemoryInbox implements WebhookInbox, OrderingEngine, FlowEngine, Mo
   /** The running workers' modes: `mode worker` → until when (src/inbox/worker-mode.ts). */
   private readonly modes = new Map<string, { mode: WorkerMode; until: number }>()
 
-  constructor({ retentionMs = DEFAULT_RETENTION_MS, now = Date.now }: InboxOptions = {}) {
+  constructor({ retentionMs = DEFAULT_RETENTION_MS, now = Date.now, ordering }: MemoryInboxOptions = {}) {
     if (!(retentionMs > 0)) throw new TypeError('svc-webhooks: MemoryInbox `retentionMs` must be a positive number.')
     this.retentionMs = retentionMs
     this.now = now
+    this.ordering = readOrdering(ordering, 'MemoryInbox')
+  }
+
+  fileAt(event: unknown, delivery: Pick<InboxDelivery, 'keys' | 'receivedAt'>): { key: string; order: string } | undefined {
+    return this.ordering && filingOf(this.ordering, event, delivery)
   }
 
   async append(delivery: InboxDelivery): Promise<AppendResult> {
@@ -83,7 +97,8 @@ export class MemoryInbox implements WebhookInbox, OrderingEngine, FlowEngine, Mo
     }
     for (const key of delivery.keys) this.keys.set(key, Infinity)
     this.acks.delete(delivery.keys[0]!)
-    this.entries.set(delivery.keys[0]!, { delivery: { ...delivery, keys: [...delivery.keys] }, attempts: 0, takes: 0, retriesSince: delivery.receivedAt, dueAt: now, leaseUntil: 0 })
+    const filed = filingToStore(this.ordering, delivery)
+    this.entries.set(delivery.keys[0]!, { delivery: { ...delivery, keys: [...delivery.keys] }, attempts: 0, takes: 0, retriesSince: delivery.receivedAt, dueAt: now, leaseUntil: 0, ...(filed && { filed }) })
     return 'accepted'
   }
 
@@ -177,14 +192,20 @@ export class MemoryInbox implements WebhookInbox, OrderingEngine, FlowEngine, Mo
     return true
   }
 
-  async takeOrdered(max: number, visibilityMs: number, { placeLeaseMs }: { placeLeaseMs: number }): Promise<OrderedTake> {
+  async takeOrdered(max: number, visibilityMs: number, { placeLeaseMs, filed }: OrderedTakeOptions): Promise<OrderedTake> {
     const now = this.now()
     const place: InboxEntry[] = []
     let busy = false
     for (const held of this.entries.values()) {
       if (held.placed) continue
       if (held.placing && held.leaseUntil > now) busy = true
-      if (held.dueAt > now || held.leaseUntil > now || place.length >= PLACE_BATCH) continue
+      if (held.dueAt > now || held.leaseUntil > now) continue
+      if (filed && held.filed) {
+        // Filed at append by this ordering: placed here, no worker needed.
+        this.file(held, held.filed.key, held.filed.order, filed.strict)
+        continue
+      }
+      if (place.length >= PLACE_BATCH) continue
       held.lease = `m${++this.leases}`
       held.leaseUntil = now + placeLeaseMs
       held.placing = true
@@ -217,16 +238,21 @@ export class MemoryInbox implements WebhookInbox, OrderingEngine, FlowEngine, Mo
     return placements.map(({ entry, key, order, strict }) => {
       const held = this.entries.get(entry.keys[0]!)
       if (!held || !held.placing || held.lease !== entry.lease || held.leaseUntil <= now) return false
-      held.placing = false
-      held.lease = undefined
-      held.leaseUntil = 0
-      held.placed = { key, order, strict }
-      let state = this.ordered.get(key)
-      if (!state) this.ordered.set(key, (state = { members: [] }))
-      const at = state.members.findIndex((other) => other.placed !== undefined && other.placed.order > order)
-      state.members.splice(at === -1 ? state.members.length : at, 0, held)
+      this.file(held, key, order, strict)
       return true
     })
+  }
+
+  /** Places `held` under `key`, in order. */
+  private file(held: Held, key: string, order: string, strict: boolean): void {
+    held.placing = false
+    held.lease = undefined
+    held.leaseUntil = 0
+    held.placed = { key, order, strict }
+    let state = this.ordered.get(key)
+    if (!state) this.ordered.set(key, (state = { members: [] }))
+    const at = state.members.findIndex((other) => other.placed !== undefined && other.placed.order > order)
+    state.members.splice(at === -1 ? state.members.length : at, 0, held)
   }
 
   async admit(want: number, rate?: { perSecond: number; burst: number }): Promise<Admission> {

@@ -4,7 +4,9 @@
  * class extends {@link OrderedEngine}, which hands each call to that part. The inbox class stays
  * about appending, taking and acknowledging; the part about its scripts or statements.
  */
-import type { Admission, FlowEngine, ModeEngine, OrderedTake, OrderingEngine, PauseState, Placement, WorkerMode } from '../contracts/ordering.js'
+import type { FilingInbox, InboxDelivery } from '../contracts/inbox.js'
+import { filingOf, filingToStore, readOrdering, type Ordering, type OrderingOption } from './ordering.js'
+import type { Admission, FlowEngine, ModeEngine, OrderedTake, OrderedTakeOptions, OrderingEngine, PauseState, Placement, WorkerMode } from '../contracts/ordering.js'
 
 /** What an engine's ordering part offers: the calls below, and `placesInTake` where it can. */
 export type OrderingPart = OrderingEngine & FlowEngine & ModeEngine
@@ -17,14 +19,32 @@ export type OrderingPart = OrderingEngine & FlowEngine & ModeEngine
  *   protected readonly order = new RedisOrder(...)
  * }
  */
-export abstract class OrderedEngine implements OrderingEngine, FlowEngine, ModeEngine {
+export abstract class OrderedEngine implements OrderingEngine, FlowEngine, ModeEngine, FilingInbox {
   /** The part that keeps order, the pause flag, the token bucket and the workers' mode. */
   protected abstract readonly order: OrderingPart
+  /**
+   * The inbox's `ordering` option, read: appends file each delivery under its key, and workers on
+   * this inbox take it as theirs.
+   */
+  readonly ordering: Ordering | undefined
+
+  constructor(ordering: OrderingOption | undefined, where: string) {
+    this.ordering = readOrdering(ordering, where)
+  }
+
+  fileAt(event: unknown, delivery: Pick<InboxDelivery, 'keys' | 'receivedAt'>): { key: string; order: string } | undefined {
+    return this.ordering && filingOf(this.ordering, event, delivery)
+  }
+
+  /** Where an append files `delivery`, to store with it; undefined without `ordering`. */
+  protected filingToStore(delivery: InboxDelivery): { key: string; order: string } | undefined {
+    return filingToStore(this.ordering, delivery)
+  }
 
   get placesInTake(): boolean {
     return this.order.placesInTake === true
   }
-  takeOrdered(max: number, visibilityMs: number, options: { placeLeaseMs: number; poke: readonly string[]; placements?: readonly Placement[] }): Promise<OrderedTake> {
+  takeOrdered(max: number, visibilityMs: number, options: OrderedTakeOptions): Promise<OrderedTake> {
     return this.order.takeOrdered(max, visibilityMs, options)
   }
   place(placements: readonly Placement[]): Promise<boolean[]> {

@@ -2,12 +2,13 @@
  * The worker's side of order within a conversation (DESIGN.md "Order within a conversation"):
  * the `ordering` option, `byConversation`, a delivery's order text, and the ordered take that
  * places new deliveries under their key before any head of a key is run. The engines keep the
- * shared state (src/contracts/ordering.ts); this file keeps the policy, which only the worker
- * knows: the receiver appends without knowing the key function.
+ * shared state (src/contracts/ordering.ts); this file keeps the policy. An inbox given the
+ * `ordering` too files each delivery at append (`filingOf`), so the take places it without a
+ * worker; a delivery appended without one is placed by a worker.
  */
 import { decodeUtf8 } from '#crypto'
 import type { WebhookEvent } from '../events.js'
-import type { InboxEntry } from '../contracts/inbox.js'
+import type { InboxDelivery, InboxEntry } from '../contracts/inbox.js'
 import { isOrderingEngine, type OrderedEntry, type OrderingEngine, type Placement } from '../contracts/ordering.js'
 
 /**
@@ -39,25 +40,54 @@ export type OrderingOption =
 export const byConversation: OrderingKey = (event) =>
   event.event === 'message.received' ? ((event as { conversation_id?: unknown }).conversation_id as string) : undefined
 
+/** The `ordering` option of MemoryInbox, RedisInbox and PostgresInbox. */
+export interface InboxOrderingOption {
+  /**
+   * The worker's `ordering` (a key function such as `byConversation`, or `{ key, strict }`), given
+   * to the inbox instead: every receiver appending to it files each delivery under its key and
+   * order at once, so an ordered take places it without handing its body to a worker, and every
+   * worker on it runs ordered. Give every process's inbox the same ordering.
+   * @default none
+   */
+  ordering?: OrderingOption
+}
+
 /** The resolved option. */
 export interface Ordering {
   key: OrderingKey
   strict: boolean
 }
 
-/** Reads the option; a TypeError when it is not one, or the engine cannot keep order. */
-export function resolveOrdering(option: OrderingOption | undefined, inbox: unknown): Ordering | undefined {
+/** Reads an `ordering` option (`where` names it in the TypeError when it is not one). */
+export function readOrdering(option: OrderingOption | undefined, where: string): Ordering | undefined {
   if (option === undefined) return undefined
   const key = typeof option === 'function' ? option : option?.key
-  if (typeof key !== 'function') throw new TypeError('svc-webhooks: createInboxWorker `ordering` must be a key function of the event (e.g. byConversation) or { key, strict }.')
+  if (typeof key !== 'function') throw new TypeError(`svc-webhooks: ${where} \`ordering\` must be a key function of the event (e.g. byConversation) or { key, strict }.`)
   const strict = typeof option === 'function' ? true : option.strict ?? true
-  if (typeof strict !== 'boolean') throw new TypeError('svc-webhooks: createInboxWorker `ordering.strict` must be a boolean.')
+  if (typeof strict !== 'boolean') throw new TypeError(`svc-webhooks: ${where} \`ordering.strict\` must be a boolean.`)
+  return { key, strict }
+}
+
+/**
+ * The worker's ordering: its own option, else its inbox's (`new RedisInbox({ ordering })`); a
+ * TypeError when it is not one, when the two differ, or when the engine cannot keep order.
+ */
+export function resolveOrdering(option: OrderingOption | undefined, inbox: unknown): Ordering | undefined {
+  const own = readOrdering(option, 'createInboxWorker')
+  const filing = (inbox as { ordering?: Ordering } | undefined)?.ordering
+  if (own && filing && (own.key !== filing.key || own.strict !== filing.strict)) {
+    throw new TypeError(
+      'svc-webhooks: createInboxWorker `ordering` differs from its inbox\'s `ordering`: the receivers file deliveries under the inbox\'s key function. Give the ordering once, to the inbox (the worker takes it from there).',
+    )
+  }
+  const ordering = own ?? filing
+  if (ordering === undefined) return undefined
   if (!isOrderingEngine(inbox)) {
     throw new TypeError(
       'svc-webhooks: createInboxWorker `ordering` needs an inbox that keeps order across worker processes (MemoryInbox, RedisInbox, PostgresInbox); this inbox cannot, and running it unordered would break the order you asked for.',
     )
   }
-  return { key, strict }
+  return ordering
 }
 
 const MICROS_WIDTH = 17
@@ -97,7 +127,7 @@ const aloneKey = (entry: InboxEntry): string => `${ALONE}${entry.keys[0]}`
 /** What the key function made of an event: a key, no order, or a failure with its reason. */
 type KeyResult = { key: string } | { key: undefined } | { error: Error }
 
-function parse(entry: InboxEntry): WebhookEvent | undefined {
+function parse(entry: Pick<InboxDelivery, 'rawBody'>): WebhookEvent | undefined {
   try {
     const event = JSON.parse(decodeUtf8(entry.rawBody)) as unknown
     return typeof event === 'object' && event !== null ? (event as WebhookEvent) : undefined
@@ -119,6 +149,29 @@ function keyOf(ordering: Ordering, event: WebhookEvent): KeyResult {
   return { key }
 }
 
+/**
+ * Where a delivery is filed at append (`InboxDelivery.filed`) by the inbox's `ordering`: its key
+ * (a delivery without one alone under its own) and its order. Undefined when the key function
+ * fails or the body is not an event: a worker places that one, and reports the failure.
+ */
+export function filingOf(ordering: Ordering, event: unknown, delivery: Pick<InboxDelivery, 'keys' | 'receivedAt'>): { key: string; order: string } | undefined {
+  if (typeof event !== 'object' || event === null) return undefined
+  const result = keyOf(ordering, event as WebhookEvent)
+  if ('error' in result) return undefined
+  return { key: result.key ?? `${ALONE}${delivery.keys[0]}`, order: orderOf(event as WebhookEvent, delivery.receivedAt) }
+}
+
+/**
+ * What an engine's append stores to file `delivery`: what the receiver computed, else the same
+ * from its body when the inbox has an `ordering`; undefined without one.
+ */
+export function filingToStore(ordering: Ordering | undefined, delivery: InboxDelivery): { key: string; order: string } | undefined {
+  if (ordering === undefined) return undefined
+  const filed = delivery.filed
+  if (filed !== undefined) return typeof filed.key === 'string' && typeof filed.order === 'string' && filed.order.length === ORDER_WIDTH ? filed : undefined
+  return filingOf(ordering, parse(delivery), delivery)
+}
+
 /** A head to run, and the failure to report instead of running it when its key cannot be computed. */
 export interface OrderedRun {
   entry: OrderedEntry
@@ -136,6 +189,8 @@ export class OrderedTaker {
     private readonly engine: OrderingEngine,
     private readonly ordering: Ordering,
     private readonly placeLeaseMs: number,
+    /** The ordering is the inbox's own: what its appends filed, the take places itself. */
+    private readonly filed: boolean = false,
   ) {}
 
   finished(entry: InboxEntry): void {
@@ -154,7 +209,12 @@ export class OrderedTaker {
     let placements: Placement[] = []
     for (let round = 0; round < rounds; round++) {
       const poke = [...this.pokes]
-      const taken = await this.engine.takeOrdered(max, visibilityMs, { placeLeaseMs: this.placeLeaseMs, poke, ...(placements.length > 0 && { placements }) })
+      const taken = await this.engine.takeOrdered(max, visibilityMs, {
+        placeLeaseMs: this.placeLeaseMs,
+        poke,
+        ...(placements.length > 0 && { placements }),
+        ...(this.filed && { filed: { strict: this.ordering.strict } }),
+      })
       placements = []
       for (const key of poke) this.pokes.delete(key)
       if (taken.place.length > 0) {

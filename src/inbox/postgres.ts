@@ -70,6 +70,7 @@ import {
 } from '../contracts/inbox.js'
 import { DEFAULT_RETENTION_MS } from '../contracts/store.js'
 import { OrderedEngine } from './ordered-engine.js'
+import type { InboxOrderingOption } from './ordering.js'
 import { PostgresOrder } from './postgres-order.js'
 import { orderMaintenanceSql } from './postgres-order-sql.js'
 import { flowStats } from './flow-stats.js'
@@ -88,7 +89,7 @@ interface PostgresPool extends PostgresQueryable {
 }
 
 /** Options of {@link PostgresInbox}. */
-export interface PostgresInboxOptions extends MaintenanceOptions {
+export interface PostgresInboxOptions extends MaintenanceOptions, InboxOrderingOption {
   /**
    * A `pg` Pool (`new pg.Pool(...)`; `max: 1` for a single connection). A Pool, not a Client: a
    * Client does not reconnect after the database restarts, a Pool opens a fresh connection.
@@ -185,8 +186,8 @@ export class PostgresInbox extends OrderedEngine implements WebhookInbox {
   protected readonly order: PostgresOrder
   private readonly maintenance: Maintenance
 
-  constructor({ pool, client, table = DEFAULT_TABLE, retentionMs = DEFAULT_RETENTION_MS, timeoutMs = 2000, ...maintenance }: PostgresInboxOptions) {
-    super()
+  constructor({ pool, client, table = DEFAULT_TABLE, retentionMs = DEFAULT_RETENTION_MS, timeoutMs = 2000, ordering, ...maintenance }: PostgresInboxOptions) {
+    super(ordering, 'PostgresInbox')
     if (client !== undefined) {
       throw new TypeError(
         'svc-webhooks: PostgresInbox takes `pool` (new pg.Pool(...)), not `client`: a pg.Client does not reconnect after the database restarts, so every later operation would fail. For one connection pass new pg.Pool({ ..., max: 1 }).',

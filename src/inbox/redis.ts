@@ -65,10 +65,11 @@ import { DEFAULT_PREFIX, LEGACY_PREFIX, legacyWarnings } from './redis-move.js'
 import { APPEND, BURY, COMPLETE, DEAD, EXTEND, EXTRA, PURGE, RELEASE, REQUEUE, RETRY, SETTINGS, STATS, TAKE } from './redis-scripts.js'
 import { RedisOrder } from './redis-order.js'
 import { OrderedEngine } from './ordered-engine.js'
+import type { InboxOrderingOption } from './ordering.js'
 import { flowStats } from './flow-stats.js'
 
 /** Options of {@link RedisInbox}. */
-export interface RedisInboxOptions {
+export interface RedisInboxOptions extends InboxOrderingOption {
   /**
    * A connected `ioredis` client, or a `node-redis` (v4+) client after `await client.connect()`,
    * as for `RedisStore`. The server must not evict keys (`maxmemory-policy noeviction`, the
@@ -243,8 +244,8 @@ export class RedisInbox extends OrderedEngine implements WebhookInbox {
   private readonly client: unknown
   readonly replicas: number
 
-  constructor({ client, prefix = DEFAULT_PREFIX, retentionMs = DEFAULT_RETENTION_MS, timeoutMs = 2000, replicas }: RedisInboxOptions) {
-    super()
+  constructor({ client, prefix = DEFAULT_PREFIX, retentionMs = DEFAULT_RETENTION_MS, timeoutMs = 2000, replicas, ordering }: RedisInboxOptions) {
+    super(ordering, 'RedisInbox')
     if (typeof prefix !== 'string') throw new TypeError('svc-webhooks: RedisInbox `prefix` must be a string.')
     this.replicas = replicasOption(replicas, client, 'RedisInbox')
     this.run = adapt(client, 'RedisInbox', { replicas: this.replicas, fenceKey: `${prefix}fence` })

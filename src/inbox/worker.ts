@@ -150,8 +150,11 @@ export interface InboxWorkerOptions {
    * ones of its key until it succeeds or is dead-lettered (`strict: false` lets them pass). One
    * older than a delivery of its key already processed still runs, with `delivery.late === true`.
    * Every worker on one inbox must use the same ordering. Needs MemoryInbox, RedisInbox or
-   * PostgresInbox: any other inbox is a TypeError here.
-   * @default none (take order, up to `concurrency` at once)
+   * PostgresInbox: any other inbox is a TypeError here. Given to the inbox instead
+   * (`new RedisInbox({ client, ordering })`), the receivers file each delivery under its key as
+   * they append it, and the worker takes the ordering from the inbox: ordered takes then place
+   * nothing through the worker.
+   * @default the inbox's `ordering`, else none (take order, up to `concurrency` at once)
    */
   ordering?: OrderingOption
   /**
@@ -389,7 +392,7 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
   const ordering = resolveOrdering(options.ordering, inbox)
   const flow = new FlowGate(inbox, resolveRate(options.rateLimit, inbox), lines.once)
   // A worker that dies while placing holds up every key's heads for this long: kept short.
-  const taker = ordering && new OrderedTaker(inbox as unknown as OrderingEngine, ordering, Math.min(PLACE_LEASE_MS, settings.visibilityTimeoutMs))
+  const taker = ordering && new OrderedTaker(inbox as unknown as OrderingEngine, ordering, Math.min(PLACE_LEASE_MS, settings.visibilityTimeoutMs), (inbox as { ordering?: unknown }).ordering !== undefined)
   // Ordered and unordered workers never run side by side on one inbox (see worker-mode.ts).
   const mode = new ModeGate(inbox, ordering ? 'ordered' : 'unordered', settings.visibilityTimeoutMs, (text) => lines.say('mixed_ordering', text), inboxError)
 
