@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startChild } from '../soak/processes.mjs'
 import { openInbox } from '../soak/engines.mjs'
-import { createInboxWorker } from 'svc-webhooks'
+import { byConversation, createInboxWorker } from 'svc-webhooks'
 import { orderViolations } from './check.mjs'
 
 const here = fileURLToPath(new URL('.', import.meta.url))
@@ -82,13 +82,18 @@ function shuffle(list) {
  *   engine: 'redis' | 'postgres', url: string, conversations: number, messages: number, workers?: number,
  *   concurrency?: number, failRate?: number, poison?: number, kill?: boolean, ordered?: boolean, handlerMs?: number,
  *   visibilityMs?: number, timeoutMs?: number, shuffled?: boolean, maxRetryAgeMs?: number, prefill?: boolean,
+ *   filed?: boolean,
  * }} options
+ *
+ * `filed` (with `ordered`): the inboxes carry `ordering: byConversation`, so each append files its
+ * delivery under its key and the workers take the ordering from their inbox; without it the
+ * workers place every delivery.
  */
 export async function runOrderedProcesses(options) {
-  const { engine, url, conversations, messages, workers = 3, concurrency = 10, failRate = 0.1, poison = 0, kill = true, ordered = true, handlerMs = 2, visibilityMs = 2000, timeoutMs = 120_000, shuffled = true, maxRetryAgeMs = 4000, prefill = false } = options
+  const { engine, url, conversations, messages, workers = 3, concurrency = 10, failRate = 0.1, poison = 0, kill = true, ordered = true, handlerMs = 2, visibilityMs = 2000, timeoutMs = 120_000, shuffled = true, maxRetryAgeMs = 4000, prefill = false, filed = false } = options
   const dir = mkdtempSync(join(tmpdir(), 'svc-webhooks-order-'))
   const log = join(dir, 'runs.log')
-  const { inbox, close } = await openInbox({ engine, url })
+  const { inbox, close } = await openInbox({ engine, url, ...(ordered && filed && { ordering: byConversation }) })
   const anyInbox = /** @type {any} */ (inbox)
   if (typeof anyInbox.ensureTable === 'function') await anyInbox.ensureTable()
 
@@ -108,7 +113,7 @@ export async function runOrderedProcesses(options) {
     ORDER_ENGINE: engine,
     ORDER_URL: url,
     ORDER_LOG: log,
-    ORDER_ORDERED: ordered ? '1' : '0',
+    ORDER_ORDERED: ordered ? (filed ? 'filed' : '1') : '0',
     ORDER_FAIL_RATE: String(failRate),
     ORDER_POISON: [...poisoned].join(','),
     ORDER_CONCURRENCY: String(concurrency),

@@ -3,7 +3,7 @@
 // the baseline), a handler that fails at random and always for the ids in ORDER_POISON. Every
 // take, handler start and end is appended to ORDER_LOG synchronously, so a SIGKILL loses none.
 // Config by environment: ORDER_ENGINE (redis | postgres), ORDER_URL, ORDER_LOG, ORDER_ORDERED
-// ('0': no ordering), ORDER_FAIL_RATE, ORDER_POISON (comma-separated ids), ORDER_CONCURRENCY,
+// ('0': no ordering; 'filed': the inbox's), ORDER_FAIL_RATE, ORDER_POISON (comma-separated ids), ORDER_CONCURRENCY,
 // ORDER_VISIBILITY_MS, ORDER_HANDLER_MS, ORDER_RATE (rateLimit.perSecond; none when empty),
 // ORDER_MAX_RETRY_AGE_MS. Prints "READY" once taking deliveries, and on SIGTERM, once stopped,
 // "STATS {"cpuMs": ...}" (the CPU this process used, for bench/order.mjs).
@@ -22,7 +22,9 @@ const write = (line) => {
 }
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
-const { inbox, close } = await openInbox({ engine: env.ORDER_ENGINE ?? 'redis', url: env.ORDER_URL ?? '' })
+// 'filed': the inbox carries the ordering (appends file deliveries) and the worker takes it from there.
+const filed = env.ORDER_ORDERED === 'filed'
+const { inbox, close } = await openInbox({ engine: env.ORDER_ENGINE ?? 'redis', url: env.ORDER_URL ?? '', ...(filed && { ordering: byConversation }) })
 const anyInbox = /** @type {any} */ (inbox)
 // The take that handed each head out: "present" in the rules is what was appended before it.
 if (typeof anyInbox.takeOrdered === 'function') {
@@ -45,7 +47,7 @@ anyInbox.take = async (/** @type {any[]} */ ...args) => {
 const rate = env.ORDER_RATE ? { perSecond: Number(env.ORDER_RATE) } : undefined
 const worker = createInboxWorker({
   inbox,
-  ...(env.ORDER_ORDERED !== '0' && { ordering: byConversation }),
+  ...(env.ORDER_ORDERED === '1' && { ordering: byConversation }),
   ...(rate && { rateLimit: rate }),
   concurrency: Number(env.ORDER_CONCURRENCY ?? '10'),
   visibilityTimeoutMs: Number(env.ORDER_VISIBILITY_MS ?? '2000'),

@@ -40,19 +40,20 @@ export async function connectPostgres(url, max = 10) {
 }
 
 /**
- * The inbox on `engine`, and how to close its connection.
+ * The inbox on `engine`, and how to close its connection; with `ordering`, an inbox that files
+ * each delivery under its key at append.
  *
- * @param {{ engine: string, url: string, client?: string }} options
+ * @param {{ engine: string, url: string, client?: string, ordering?: import('svc-webhooks').OrderingOption }} options
  * @returns {Promise<{ inbox: import('svc-webhooks').WebhookInbox, close: () => Promise<void> }>}
  * @example
  * const { inbox, close } = await openInbox({ engine: 'redis', url: 'redis://127.0.0.1:6379', client: 'node-redis' })
  */
-export async function openInbox({ engine, url, client = 'ioredis' }) {
+export async function openInbox({ engine, url, client = 'ioredis', ordering }) {
   if (engine === 'postgres') {
     const pool = await connectPostgres(url)
-    return { inbox: new PostgresInbox({ pool }), close: () => pool.end() }
+    return { inbox: new PostgresInbox({ pool, ...(ordering && { ordering }) }), close: () => pool.end() }
   }
   if (engine !== 'redis') throw new Error(`unknown inbox engine "${engine}" (redis or postgres)`)
   const redis = await connectRedis(url, client)
-  return { inbox: new RedisInbox({ client: redis.client }), close: async () => redis.close() }
+  return { inbox: new RedisInbox({ client: redis.client, ...(ordering && { ordering }) }), close: async () => redis.close() }
 }
