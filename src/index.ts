@@ -47,6 +47,7 @@ export {
   isInboxError,
   type AppendResult,
   type DeadLetter,
+  type FilingInbox,
   type InboxDelivery,
   type InboxEntry,
   type InboxErrorKind,
@@ -59,7 +60,7 @@ export { MemoryInbox, type MemoryInboxOptions } from './inbox/memory.js'
 export { createInboxWorker, type InboxWorker, type InboxWorkerOptions, type InboxWorkerResult } from './inbox/worker.js'
 export { byConversation, type OrderingKey, type OrderingOption } from './inbox/ordering.js'
 export type { RateLimit } from './inbox/flow.js'
-export type { Admission, FlowEngine, ModeEngine, OrderedEntry, OrderedTake, OrderingEngine, PauseState, Placement, WorkerMode } from './contracts/ordering.js'
+export type { Admission, FlowEngine, ModeEngine, OrderedEntry, OrderedTake, OrderedTakeOptions, OrderingEngine, PauseState, Placement, WorkerMode } from './contracts/ordering.js'
 export type { ClaimResult, IdempotencyStore } from './contracts/store.js'
 export { verifySignature, verifyWebhook, type VerifiedDelivery, type VerifiedSignature } from './verify.js'
 export { DEFAULT_BODY_TIMEOUT_MS, discardNodeBody, readNodeBody, readRequestBody, type NodeBodyStream } from './read-body.js'

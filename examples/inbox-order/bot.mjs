@@ -1,7 +1,7 @@
 // A conversation reply bot with order kept: `REDIS_URL=redis://127.0.0.1:6379 SVC_WEBHOOK_SECRET=svc_whsec_... node examples/inbox-order/bot.mjs`
 // Messages of one conversation reach the bot one at a time and in the order they were written
 // (message.created_at), even when the sender's retries deliver them out of order and several
-// bot processes share the Redis: `ordering: byConversation`. Different conversations are answered
+// bot processes share the Redis: `ordering: byConversation` on the inbox. Different conversations are answered
 // at the same time. The bot keeps each conversation's transcript and answers each message with
 // its place in it: out of order, the transcript would be wrong. POST /admin/pause and
 // /admin/resume stop and start every bot process on this Redis (the webhook is still answered
@@ -28,15 +28,16 @@ try {
   console.error(`Cannot reach Redis at REDIS_URL: ${error.message}`)
   process.exit(1)
 }
-const inbox = new RedisInbox({ client })
+// One conversation's messages one at a time, in created_at order, across every bot process.
+// Given to the inbox, the receiver files each delivery under its conversation as it accepts it,
+// and the worker takes the ordering from the inbox.
+const inbox = new RedisInbox({ client, ordering: byConversation })
 
 /** The bot's memory of each conversation. In a real bot: your database, or the model's context. */
 const transcripts = new Map()
 
 const worker = createInboxWorker({
   inbox,
-  // One conversation's messages one at a time, in created_at order, across every bot process.
-  ordering: byConversation,
   concurrency: 8,
   on: {
     'message.received': async (event, delivery) => {

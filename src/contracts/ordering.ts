@@ -37,6 +37,8 @@ export interface OrderedTake {
    * it has not seen yet. Ask again shortly.
    */
   busy: boolean
+  /** Deliveries filed at append were placed, and more may be due: take again at once. */
+  more?: boolean
 }
 
 /** Where a delivery goes: its key and its position in it. */

@@ -224,6 +224,7 @@ export class OrderedTaker {
         else await this.engine.place(batch)
         continue
       }
+      if (taken.more) continue
       // Another worker is placing: a round trip or two away from done.
       if (taken.busy) return { run: [], waitMs: 5 }
       return { run: taken.run.map((entry) => this.checked(entry)) }

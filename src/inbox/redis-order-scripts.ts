@@ -112,11 +112,13 @@ const PLACE_ALL = `local function placeAll(first, now)
 end
 `
 
-// ARGV: prefix, max, visibilityMs, token, placeLeaseMs, placeBatch, retentionMs, poke count,
-// the poked keys, then the placements to make first, as for PLACE (a count of groups, 0 for none).
-// Replies { 'place', rows, lease } (rows of body, receivedAt, primary key: what placing reads; one
-// placing lease for the batch), { 'busy' } or { 'run', rows } (FIELDS, lease, primary key, key,
-// late 0/1).
+// ARGV: prefix, max, visibilityMs, token, placeLeaseMs, placeBatch, retentionMs, filed strict
+// ('1' or '0': deliveries filed at append are placed here, with that strict; '' to hand them out
+// like the rest), poke count, the poked keys, then the placements to make first, as for PLACE (a
+// count of groups, 0 for none). Replies { 'place', rows, lease } (rows of body, receivedAt,
+// primary key: what placing reads; one placing lease for the batch), { 'busy' }, { 'more' }
+// (filed deliveries placed, and more may be due: take again) or { 'run', rows } (FIELDS, lease,
+// primary key, key, late 0/1).
 export const TAKE_ORDERED = sent(`${PRELUDE}${MANY}${PLACE_ALL}
 local PARK = ${PARK}
 local W = ${ORDER_WIDTH}
@@ -124,12 +126,13 @@ local now = clock()
 local max, vis, token = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local placeLease, batch, retention = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local KD, PL = P .. 'okdue', P .. 'placing'
+local filedStrict = ARGV[8]
 -- A poked key is looked at now. XX: a key with deliveries is always in okdue (its last one
 -- leaves it only once its ZSET is empty), so only those are touched.
-local poked = tonumber(ARGV[8])
-placeAll(9 + poked, now)
+local poked = tonumber(ARGV[9])
+placeAll(10 + poked, now)
 local pokes = {}
-for i = 9, 8 + poked do
+for i = 10, 9 + poked do
   pokes[#pokes + 1] = now
   pokes[#pokes + 1] = ARGV[i]
 end
@@ -138,7 +141,9 @@ local place = {}
 -- Scores are written after the scan (one ZADD of many members each), so the ranges read while
 -- scanning stay put: read on from an offset.
 local leased, reparked, gone = {}, {}, {}
-local offset = 0
+-- Filed deliveries placed here: their keys' members and the keys to look at, as in placeAll.
+local filedKeys, filedMembers = {}, {}
+local offset, full = 0, false
 -- Bodies are up to 1 MiB: a batch stops once its bodies pass PLACE_BYTES, so one reply stays bounded.
 local bytes = 0
 -- One placing lease for the whole batch: the batch is placed (or not) by the one caller it went to.
@@ -147,26 +152,41 @@ while #place < batch and bytes < ${PLACE_BYTES} and offset < 2000 do
   local pks = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', offset, 100)
   if #pks == 0 then break end
   offset = offset + #pks
+  full = #pks == 100
   for _, pk in ipairs(pks) do
     local e = P .. 'e:' .. pk
-    -- What placing reads (the body, the time received), and whether it is placed: one read.
-    local row = redis.call('HMGET', e, 'body', 'receivedAt', 'okey', 'oorder')
-    if row[3] then
+    -- Whether it is placed, or filed at append: one read, without the body.
+    local row = redis.call('HMGET', e, 'okey', 'oorder', 'fkey', 'forder', 'receivedAt')
+    if row[1] then
       -- Placed, and its retry or lease time came: parked again, its key looked at now.
       reparked[#reparked + 1] = PARK + now
       reparked[#reparked + 1] = pk
-      redis.call('ZADD', P .. 'o:' .. row[3], 0, row[4] .. '|' .. pk)
-      redis.call('ZADD', KD, now, row[3])
-    elseif not row[1] and redis.call('EXISTS', e) == 0 then
+      redis.call('ZADD', P .. 'o:' .. row[1], 0, row[2] .. '|' .. pk)
+      redis.call('ZADD', KD, now, row[1])
+    elseif not row[5] and redis.call('EXISTS', e) == 0 then
       gone[#gone + 1] = pk
+    elseif row[4] and filedStrict ~= '' then
+      -- Filed at append: placed here as placeAll would, no worker needed.
+      local key = row[3]
+      redis.call('HSET', e, 'okey', key, 'oorder', row[4], 'ostrict', filedStrict, 'lease', '', 'leaseUntil', 0)
+      reparked[#reparked + 1] = PARK + now
+      reparked[#reparked + 1] = pk
+      local m = filedMembers[key]
+      if not m then
+        m = {}
+        filedMembers[key] = m
+        filedKeys[#filedKeys + 1] = now
+        filedKeys[#filedKeys + 1] = key
+      end
+      m[#m + 1] = 0
+      m[#m + 1] = row[4] .. '|' .. pk
     elseif #place < batch and bytes < ${PLACE_BYTES} then
-      bytes = bytes + string.len(row[1] or '')
+      local body = redis.call('HGET', e, 'body')
+      bytes = bytes + string.len(body or '')
       redis.call('HSET', e, 'lease', placeToken, 'leaseUntil', now + placeLease)
       leased[#leased + 1] = now + placeLease
       leased[#leased + 1] = pk
-      row[3] = pk
-      row[4] = nil
-      place[#place + 1] = row
+      place[#place + 1] = { body, row[5], pk }
     end
   end
 end
@@ -175,7 +195,11 @@ many('ZADD', KEYS[1], reparked)
 many('ZADD', PL, leased)
 many('ZREM', KEYS[1], gone)
 many('ZREM', P .. 'recv', gone)
+for key, m in pairs(filedMembers) do many('ZADD', P .. 'o:' .. key, m) end
+many('ZADD', KD, filedKeys)
 if #place > 0 then return { 'place', place, placeToken } end
+-- The scan stopped at its bound with more due: none of them may be older than a head.
+if full and offset >= 2000 then return { 'more' } end
 redis.call('ZREMRANGEBYSCORE', PL, '-inf', now)
 if redis.call('ZCARD', PL) > 0 then return { 'busy' } end
 local run = {}

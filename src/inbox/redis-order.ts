@@ -4,7 +4,7 @@
  * hands it its script runner (deadline, retries, error kinds) and its row reader.
  */
 import type { InboxEntry } from '../contracts/inbox.js'
-import type { Admission, OrderedEntry, OrderedTake, PauseState, Placement, WorkerMode } from '../contracts/ordering.js'
+import type { Admission, OrderedEntry, OrderedTake, OrderedTakeOptions, PauseState, Placement, WorkerMode } from '../contracts/ordering.js'
 import { ADMIT, CLAIM_MODE, FLOW, PLACE, REFUND, RELEASE_MODE, SET_PAUSE, TAKE_ORDERED } from './redis-order-scripts.js'
 import { EXTRA, RELEASE } from './redis-scripts.js'
 import { ORDER_WIDTH } from './ordering.js'
@@ -33,7 +33,7 @@ export class RedisOrder {
     private readonly retentionMs: () => number,
   ) {}
 
-  async takeOrdered(max: number, visibilityMs: number, { placeLeaseMs, poke, placements = [] }: { placeLeaseMs: number; poke: readonly string[]; placements?: readonly Placement[] }): Promise<OrderedTake> {
+  async takeOrdered(max: number, visibilityMs: number, { placeLeaseMs, poke, placements = [], filed }: OrderedTakeOptions): Promise<OrderedTake> {
     const wanted = Math.max(0, Math.min(1000, Math.floor(max)))
     const args = () => [
       String(wanted),
@@ -42,6 +42,7 @@ export class RedisOrder {
       String(Math.max(1, Math.ceil(placeLeaseMs))),
       String(PLACE_BATCH),
       String(Math.ceil(this.retentionMs())),
+      filed === undefined ? '' : filed.strict ? '1' : '0',
       String(poke.length),
       ...poke,
       ...placementArgs(placements),
@@ -59,6 +60,7 @@ export class RedisOrder {
     )
     const kind = text(reply[0])
     if (kind === 'busy') return { place: [], run: [], busy: true }
+    if (kind === 'more') return { place: [], run: [], busy: false, more: true }
     const rows = list(reply[1])
     if (kind === 'place') {
       const lease = text(reply[2])

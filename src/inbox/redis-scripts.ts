@@ -26,21 +26,24 @@ const FIELDS = `'keys', 'endpoint', 'id', 'timestamp', 'version', 'secretIndex',
 export const EXTRA = 13
 
 // ARGV: prefix, append token, keys (JSON), endpoint, id, timestamp, version, secretIndex,
-// body (base64), receivedAt, traceparent ('' for none), then each dedupe key (the primary first).
+// body (base64), receivedAt, traceparent ('' for none), the key and order it is filed under
+// (`fkey`, `forder`: an inbox with `ordering`; '' for none), then each dedupe key (the primary first).
 export const APPEND = `${PRELUDE}
-local pk = ARGV[12]
-for i = 12, #ARGV do
+local pk = ARGV[14]
+for i = 14, #ARGV do
   local v = redis.call('GET', P .. 'k:' .. ARGV[i])
   if v then
-    if i == 12 and v == 'a:' .. ARGV[2] then return 'accepted' end
+    if i == 14 and v == 'a:' .. ARGV[2] then return 'accepted' end
     return 'duplicate'
   end
 end
 local now = clock()
-for i = 12, #ARGV do redis.call('SET', P .. 'k:' .. ARGV[i], 'a:' .. ARGV[2]) end
-redis.call('HSET', P .. 'e:' .. pk, 'keys', ARGV[3], 'endpoint', ARGV[4], 'id', ARGV[5], 'timestamp', ARGV[6],
+for i = 14, #ARGV do redis.call('SET', P .. 'k:' .. ARGV[i], 'a:' .. ARGV[2]) end
+local e = P .. 'e:' .. pk
+redis.call('HSET', e, 'keys', ARGV[3], 'endpoint', ARGV[4], 'id', ARGV[5], 'timestamp', ARGV[6],
   'version', ARGV[7], 'secretIndex', ARGV[8], 'body', ARGV[9], 'receivedAt', ARGV[10], 'attempts', 0,
   'takes', 0, 'retriesSince', ARGV[10], 'trace', ARGV[11], 'state', 'waiting', 'lease', '', 'leaseUntil', 0)
+if ARGV[13] ~= '' then redis.call('HSET', e, 'fkey', ARGV[12], 'forder', ARGV[13]) end
 redis.call('ZADD', KEYS[1], now, pk)
 redis.call('ZADD', P .. 'recv', ARGV[10], pk)
 return 'accepted'`

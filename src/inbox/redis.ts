@@ -283,7 +283,8 @@ export class RedisInbox extends OrderedEngine implements WebhookInbox {
     // The token lets a repeated attempt (a retry after a dropped connection) recognise its own append.
     const token = crypto.randomUUID()
     const body = Buffer.from(rawBody.buffer, rawBody.byteOffset, rawBody.byteLength).toString('base64')
-    const args = [token, JSON.stringify(keys), endpoint, id, String(timestamp), signatureVersion, String(secretIndex), body, String(receivedAt), delivery.traceparent ?? '', ...keys]
+    const filed = this.filingToStore(delivery)
+    const args = [token, JSON.stringify(keys), endpoint, id, String(timestamp), signatureVersion, String(secretIndex), body, String(receivedAt), delivery.traceparent ?? '', filed?.key ?? '', filed?.order ?? '', ...keys]
     const result = text(await this.call('append', APPEND, args, undefined, deadline))
     if (result === 'accepted' || result === 'duplicate') return result
     throw new InboxError('refused', 'RedisInbox.append', 'svc-webhooks: RedisInbox.append got an unexpected reply from Redis.')

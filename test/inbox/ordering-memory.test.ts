@@ -8,7 +8,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { MemoryInbox } from 'svc-webhooks'
 import { orderViolations } from '../../tools/order/check.mjs'
-import { runMixedWorkers, runScenario, scenarios } from './support/ordering-run.js'
+import { filedScenarios, runMixedWorkers, runScenario, scenarioOrdering, scenarios } from './support/ordering-run.js'
 
 describe('ordering on MemoryInbox (properties)', () => {
   it('per key: in created_at order among those present, one at a time, each run once, late marked', async () => {
@@ -21,6 +21,20 @@ describe('ordering on MemoryInbox (properties)', () => {
         s.failures.forEach((f, i) => {
           if (f === 0) expect(dead.has(`d${i}`)).toBe(false)
         })
+      }),
+      { numRuns: 40 },
+    )
+  }, 120_000)
+
+  it('filed at append: the same rules with deliveries filed by an inbox with `ordering` and others placed by the workers', async () => {
+    await fc.assert(
+      fc.asyncProperty(filedScenarios, async (s) => {
+        const inbox = new MemoryInbox({ ordering: scenarioOrdering(s) })
+        // The same memory without `ordering`: a receiver that does not file.
+        const unfiled = Object.create(inbox, { ordering: { value: undefined } }) as MemoryInbox
+        const record = await runScenario(inbox, s, unfiled)
+        expect(orderViolations({ ...record, strict: s.strict })).toEqual([])
+        expect((await inbox.stats()).depth).toBe(0)
       }),
       { numRuns: 40 },
     )

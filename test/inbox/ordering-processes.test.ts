@@ -35,6 +35,10 @@ describeWithRedis('ordering across 3 worker processes on RedisInbox, one killed'
   it('per conversation in created_at order, never overlapping, 0 lost, 0 twice, dead letters release their key', async () => {
     expectOrdered(await runOrderedProcesses({ engine: 'redis', url: server.url, ...SIZE }))
   }, 180_000)
+
+  it('the same with every inbox given the ordering: each append files its delivery, the takes place them', async () => {
+    expectOrdered(await runOrderedProcesses({ engine: 'redis', url: server.url, ...SIZE, filed: true }))
+  }, 180_000)
 })
 
 describeWithPostgres('ordering across 3 worker processes on PostgresInbox, one killed', () => {

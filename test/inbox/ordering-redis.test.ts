@@ -12,7 +12,7 @@ import { RedisInbox } from 'svc-webhooks/redis'
 import { describeWithRedis } from '../support/services.js'
 import { useRedisServer } from '../support/redis.js'
 import { orderViolations } from '../../tools/order/check.mjs'
-import { raceModeClaims, runMixedWorkers, runScenario, scenarios } from './support/ordering-run.js'
+import { filedScenarios, raceModeClaims, runMixedWorkers, runScenario, scenarioOrdering, scenarios } from './support/ordering-run.js'
 
 describeWithRedis('ordering on RedisInbox', () => {
   const redis = useRedisServer()
@@ -26,6 +26,19 @@ describeWithRedis('ordering on RedisInbox', () => {
         expect((await inbox.stats()).depth).toBe(0)
       }),
       { numRuns: 40 },
+    )
+  }, 180_000)
+
+  it('filed at append: the same rules with deliveries filed by an inbox with `ordering` and others appended by one without', async () => {
+    await fc.assert(
+      fc.asyncProperty(filedScenarios, async (s) => {
+        const prefix = `filed-${randomUUID()}:`
+        const inbox = new RedisInbox({ client: redis.client, prefix, ordering: scenarioOrdering(s) })
+        const record = await runScenario(inbox, s, new RedisInbox({ client: redis.client, prefix }))
+        expect(orderViolations({ ...record, strict: s.strict })).toEqual([])
+        expect((await inbox.stats()).depth).toBe(0)
+      }),
+      { numRuns: 25 },
     )
   }, 180_000)
 

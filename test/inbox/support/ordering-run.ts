@@ -28,10 +28,18 @@ export interface Scenario {
   concurrency: number
   batches: number
   strict: boolean
+  /**
+   * Per delivery: appended through the inbox under test (true: an inbox with `ordering` files it)
+   * or through `unfiled`, an inbox on the same storage without `ordering` (a worker places it).
+   */
+  filed?: boolean[]
 }
 
-/** Runs a scenario on one MemoryInbox with `workers` workers and returns what it recorded. */
-export async function runScenario(inbox: WebhookInbox & OrderingEngine, scenario: Scenario) {
+/**
+ * Runs a scenario on `inbox` with `workers` workers and returns what it recorded. With
+ * `scenario.filed`, the deliveries marked false are appended through `unfiled`.
+ */
+export async function runScenario(inbox: WebhookInbox & OrderingEngine, scenario: Scenario, unfiled?: WebhookInbox) {
   let seq = 0
   // Which take last handed each delivery out, by sequence: "present" is what was appended before it.
   const takenAt = new Map<string, number>()
@@ -58,7 +66,8 @@ export async function runScenario(inbox: WebhookInbox & OrderingEngine, scenario
   const workers = Array.from({ length: scenario.workers }, () =>
     createInboxWorker({
       inbox,
-      ordering: { key: byConversation, strict: scenario.strict },
+      // Filed scenarios: the worker takes the ordering from its inbox.
+      ...(scenario.filed === undefined && { ordering: { key: byConversation, strict: scenario.strict } }),
       concurrency: scenario.concurrency,
       pollIntervalMs: 2,
       firstRetryDelayMs: 1,
@@ -85,7 +94,7 @@ export async function runScenario(inbox: WebhookInbox & OrderingEngine, scenario
   for (let b = 0; b < order.length; b += perBatch) {
     for (const i of order.slice(b, b + perBatch)) {
       const p = planned[i]!
-      await inbox.append(delivery(p.id, body(p.key, p.index), Date.now()))
+      await (scenario.filed?.[i] === false && unfiled ? unfiled : inbox).append(delivery(p.id, body(p.key, p.index), Date.now()))
       deliveries.push({ id: p.id, key: p.key, order: p.order, appendedAt: ++seq })
     }
     await sleep(Math.floor(Math.random() * 3))
@@ -115,6 +124,11 @@ export const scenarios = fc
     }),
   )
 
+/** Scenarios whose deliveries are each filed at append or not. */
+export const filedScenarios = scenarios.chain((s) => fc.array(fc.boolean(), { minLength: s.keys.length, maxLength: s.keys.length }).map((filed) => ({ ...s, filed })))
+
+/** The ordering a scenario's inbox files by (the workers then take it from the inbox). */
+export const scenarioOrdering = (s: Scenario) => ({ key: byConversation, strict: s.strict })
 
 /**
  * A worker with `ordering` and one without on `inbox`: the later one takes nothing, says why
