@@ -1,7 +1,8 @@
 /**
  * One receiver process for `npm run bench:history` (bench/history.mjs): node:http with
  * svc-webhooks/node, and `history` none, MemoryHistory or RedisHistory (at the URL given), or
- * `redis-unsent`: RedisHistory whose batch write resolves at once, sending nothing.
+ * `redis-unsent`: RedisHistory whose batch write resolves at once, sending nothing; `inbox`,
+ * `inbox-memory`, `inbox-redis`: the same receiver appending to a RedisInbox.
  * Prints `{"port": n}` once listening; exits when stdin closes.
  */
 import { createServer } from 'node:http'
@@ -10,17 +11,24 @@ import { MemoryHistory } from 'svc-webhooks/history'
 
 const [variant, redisUrl] = process.argv.slice(2)
 const SECRET = 'svc_whsec_YmVuY2gtc2VjcmV0LWh0dHAtMzItYnl0ZXMtLS0'
+// `inbox-...`: the receiver appends each delivery to a RedisInbox (answers 202), as in production.
+const [kind, engine] = variant.startsWith('inbox') ? ['inbox', variant.slice('inbox-'.length) || 'none'] : ['direct', variant]
+const redis = async () => new (await import('ioredis')).default(redisUrl)
 let history
-if (variant === 'memory') history = new MemoryHistory()
-else if (variant === 'redis' || variant === 'redis-unsent') {
-  const { default: Redis } = await import('ioredis')
+if (engine === 'memory') history = new MemoryHistory()
+else if (engine === 'redis' || engine === 'redis-unsent') {
   const { RedisHistory } = await import('svc-webhooks/redis')
-  history = new RedisHistory({ client: new Redis(redisUrl), prefix: `{bench-${process.pid}}:` })
+  history = new RedisHistory({ client: await redis(), prefix: `{bench-${process.pid}}:` })
   // Every argument is still built (write() runs whole); only the call to Redis is skipped.
-  if (variant === 'redis-unsent') history.call = async () => 1
-} else if (variant !== 'none') throw new Error(`bench:history: unknown variant ${variant}`)
+  if (engine === 'redis-unsent') history.call = async () => 1
+} else if (engine !== 'none') throw new Error(`bench:history: unknown variant ${variant}`)
+let inbox
+if (kind === 'inbox') {
+  const { RedisInbox } = await import('svc-webhooks/redis')
+  inbox = new RedisInbox({ client: await redis(), prefix: `{bench-inbox-${process.pid}}:` })
+}
 
-const handle = createNodeHandler({ secret: SECRET, on: { 'message.received': () => undefined }, log: false, ...(history && { history }) })
+const handle = createNodeHandler({ secret: SECRET, on: { 'message.received': () => undefined }, log: false, ...(history && { history }), ...(inbox && { inbox }) })
 const server = createServer(handle).listen(0, '127.0.0.1', () => console.log(JSON.stringify({ port: server.address().port })))
 process.stdin.resume()
 process.stdin.on('end', () => process.exit(0))

@@ -21,20 +21,27 @@
  * (Linux: read from /proc; for Postgres the postmaster with its backends): the machine is shared, so throughput moves with what else runs, and
  * the CPU ratio says what ordering costs where every core is busy.
  *
- *   node bench/order.mjs [--engines redis,postgres] [--rounds 1]
+ *   node bench/order.mjs [--engines redis,postgres] [--rounds 3]
+ *
+ * Each shape runs `--rounds` times, the three runs of a round in an order that rotates, and each
+ * figure is the median over rounds of (ordered / unordered) measured in the same round, with
+ * the range beside it: one run of each moves by tens of points with what else uses the machine.
  */
 import { parseArgs } from 'node:util'
 import { startRedisServer } from '../tools/redis.mjs'
 import { startPostgresServer } from '../tools/postgres.mjs'
 import { cpuMsOf, runOrderedProcesses } from '../tools/order/run.mjs'
 
-const { values } = parseArgs({ options: { engines: { type: 'string', default: 'redis,postgres' } } })
+const { values } = parseArgs({ options: { engines: { type: 'string', default: 'redis,postgres' }, rounds: { type: 'string', default: '3' } } })
+const rounds = Math.max(1, Number(values.rounds))
 const shapes = [
   { name: 'many conversations (200 × 25)', conversations: 200, messages: 25, handlerMs: 5 },
   { name: '  the same, a 50 ms handler (200 × 10)', conversations: 200, messages: 10, handlerMs: 50 },
   { name: 'one hot conversation (1 × 300)', conversations: 1, messages: 300, handlerMs: 5 },
 ]
-console.log('engine    shape                                    unordered/s  ordered/s  ordered vs unordered')
+const median = (list) => [...list].sort((a, b) => a - b)[(list.length - 1) >> 1]
+const percent = (list) => `${(median(list) * 100).toFixed(0)} %${list.length > 1 ? ` (${(Math.min(...list) * 100).toFixed(0)}–${(Math.max(...list) * 100).toFixed(0)})` : ''}`
+console.log(`engine    shape                                    unordered/s  ordered/s  ordered vs unordered, median of ${rounds}`)
 for (const engine of values.engines.split(',')) {
   const server = engine === 'redis' ? await startRedisServer() : await startPostgresServer()
   try {
@@ -42,30 +49,34 @@ for (const engine of values.engines.split(',')) {
       const { conversations, messages, handlerMs } = shape
       // The CPU of the workers and of the engine's server: on a machine whose cores other work
       // also uses, throughput moves with that work; what a delivery costs in CPU does not.
-      const run = async (ordered, filed = false) => {
+      const run = async (variant) => {
         // Postgres: the postmaster with its backends (a process per connection).
         const cpu = () => cpuMsOf(server.pid, { children: engine === 'postgres' })
         const before = cpu()
-        const result = await runOrderedProcesses({ engine, url: server.url, conversations, messages, workers: 3, concurrency: 10, failRate: 0, poison: 0, kill: false, ordered, filed, handlerMs, timeoutMs: 300_000, prefill: true })
+        const result = await runOrderedProcesses({ engine, url: server.url, conversations, messages, workers: 3, concurrency: 10, failRate: 0, poison: 0, kill: false, ordered: variant !== 'unordered', filed: variant === 'filed', handlerMs, timeoutMs: 300_000, prefill: true })
         const after = cpu()
+        if (variant !== 'unordered' && result.problems.length > 0) console.log(`  ${variant} run broke the rules: ${result.problems[0]}`)
         const cpuMs = result.workerCpuMs !== undefined && before !== undefined && after !== undefined ? result.workerCpuMs + after - before : undefined
-        return { ...result, cpuMs }
+        return { perSecond: result.figures.perSecond, cpuPer: cpuMs === undefined ? undefined : cpuMs / result.figures.deliveries }
       }
-      // Each on a fresh inbox: the table or keys of the first are emptied by the time it ends.
-      const unordered = await run(false)
-      const rows = [
-        ['', await run(true, true)],
-        ['  placed by the workers (ordering on the worker only)', await run(true, false)],
-      ]
-      const u = unordered.figures.perSecond
-      for (const [label, ordered] of rows) {
-        if (ordered.problems.length > 0) console.log(`  ordered run broke the rules: ${ordered.problems[0]}`)
-        const o = ordered.figures.perSecond
-        const target = label !== '' ? '' : shape.conversations > 1 ? (o >= 0.9 * u ? ' (target ≥ 90 %: met)' : ' (target ≥ 90 %: NOT met)') : ' (one at a time, by design)'
-        console.log(`${(label ? '' : engine).padEnd(10)}${(label || shape.name).padEnd(41)}${String(label ? '' : u).padStart(11)}${String(o).padStart(11)}  ${((o / u) * 100).toFixed(0)} %${target}`)
-        if (unordered.cpuMs !== undefined && ordered.cpuMs !== undefined) {
-          const per = (r) => ((r.cpuMs / r.figures.deliveries) * 1000).toFixed(0)
-          console.log(`${''.padEnd(10)}${'  CPU µs per delivery (workers + server)'.padEnd(41)}${per(unordered).padStart(11)}${per(ordered).padStart(11)}  ${((unordered.cpuMs / ordered.cpuMs) * 100).toFixed(0)} % (unordered CPU / ordered CPU)`)
+      // Each run on a fresh inbox: the table or keys of the one before are emptied by the time it ends.
+      const variants = ['unordered', 'filed', 'placed']
+      const measured = { unordered: [], filed: [], placed: [] }
+      for (let round = 0; round < rounds; round++) {
+        for (let i = 0; i < variants.length; i++) {
+          const variant = variants[(i + round) % variants.length]
+          measured[variant].push(await run(variant))
+        }
+      }
+      const u = measured.unordered
+      for (const [variant, label] of [['filed', ''], ['placed', '  placed by the workers (ordering on the worker only)']]) {
+        const o = measured[variant]
+        const ratios = o.map((r, i) => r.perSecond / u[i].perSecond)
+        const target = label !== '' ? '' : shape.conversations > 1 ? (median(ratios) >= 0.9 ? ' (target ≥ 90 %: met)' : ' (target ≥ 90 %: NOT met)') : ' (one at a time, by design)'
+        console.log(`${(label ? '' : engine).padEnd(10)}${(label || shape.name).padEnd(41)}${String(label ? '' : median(u.map((r) => r.perSecond))).padStart(11)}${String(median(o.map((r) => r.perSecond))).padStart(11)}  ${percent(ratios)}${target}`)
+        if (o.every((r) => r.cpuPer !== undefined) && u.every((r) => r.cpuPer !== undefined)) {
+          const per = (list) => (median(list.map((r) => r.cpuPer)) * 1000).toFixed(0)
+          console.log(`${''.padEnd(10)}${'  CPU µs per delivery (workers + server)'.padEnd(41)}${per(u).padStart(11)}${per(o).padStart(11)}  ${percent(o.map((r, i) => u[i].cpuPer / r.cpuPer))} (unordered CPU / ordered CPU)`)
         }
       }
     }
