@@ -7,10 +7,10 @@
  *   `order_strict`, set when a worker places the delivery; `placing_until`, the end of a placing
  *   lease. An unplaced delivery has no `order_key`.
  * - Filing: an inbox given `ordering` appends each delivery with `filed_key` and `filed_at` (its
- *   key and order), and a worker with that ordering takes through `<table>_take_filed`, which first
+ *   key and order), and a worker with that ordering takes through `<table>_take_filed`, which
  *   places due filed deliveries in SQL as place does (rows `FOR UPDATE SKIP LOCKED`, at most a
- *   batch; key rows created or woken in key order), so their bodies never travel to a worker.
- *   Unfiled ones are still handed out to be placed, and a take without filing runs
+ *   batch; key rows created or woken in key order) before any head, so their bodies never travel
+ *   to a worker. Unfiled ones are still handed out to be placed, and a take without filing runs
  *   `<table>_take_ordered` as before and ignores the columns: a new function, not an overload of
  *   it, so workers of the version before keep calling theirs, and an inbox without `ordering`
  *   appends and takes on tables not upgraded yet. Keys are stored with NUL escaped (text cannot
@@ -205,11 +205,11 @@ const TAKE_COLUMNS = `kind text, keys text[], endpoint text, id text, signed_tim
  * more than running it) for plans no better than the generic one. The arguments: placing batch,
  * placing lease ms, keys to lock, max heads, visibility ms; with `filed` (`<table>_take_filed`),
  * then filing batch and strict.
- * 0. With `filed`: up to `file_batch` due filed rows placed, as place() places them. What is left
- *    (more than a batch, or rows a concurrent take is filing) is due unplaced: step 1 says busy.
- * 1. Unplaced due rows (with `filed`: unfiled ones) are leased to be placed (kind 'place'); a row
- *    of kind 'busy' says another worker is placing, or is leasing due rows this statement
- *    skipped, or a filed row is still unplaced. Either way it ends there: no key is locked. What it does not see was appended after the take began: not present.
+ * 1. Unplaced due rows are leased to be placed (kind 'place'). With `filed`, the same statement
+ *    (one scan of them) places the filed ones among the first `file_batch` itself, as place()
+ *    does, and leases only the others. A row of kind 'busy' says another worker is placing, or is
+ *    leasing or filing due rows this statement skipped, or more were filed than one batch. Either
+ *    way it ends there: no key is locked. What it does not see was appended after the take began: not present.
  * 2. Up to `lock_keys` ready keys, oldest first, locked FOR UPDATE SKIP LOCKED. The shared advisory
  *    lock only excludes the take of the version before this one (an exclusive lock per inbox)
  *    while both run during an upgrade.
@@ -223,34 +223,45 @@ function takeFunctionSql(table: string, filed: boolean): string {
   const { deliveries: d, order: o, take, takeFiled } = orderNames(table)
   const unplaced = `SELECT 1 FROM ${d} WHERE state = 'queued' AND order_key IS NULL AND (visible_at <= now() OR (placing_until > now() AND visible_at > now()))`
   const taken = (param: string) => `interval '1 millisecond' * ${param}`
-  // Placed as place() places them, key rows created or woken in key order (two filing takes, or
-  // a take and a place, never wait on each other in a cycle).
-  const filing = `WITH due AS (
-    SELECT key FROM ${d} WHERE state = 'queued' AND order_key IS NULL AND filed_key IS NOT NULL AND visible_at <= now()
+  const lease = `lease = gen_random_uuid()::text, visible_at = now() + ${taken('place_lease_ms')}, placing_until = now() + ${taken('place_lease_ms')}`
+  const busy = `SELECT 'busy'::text, ${Array.from({ length: 17 }, () => 'NULL').join(', ')}, false`
+  // With `filed`, one scan of the unplaced rows does both: filed ones are placed as place() places
+  // them, key rows created or woken in key order (two filing takes, or a take and a place, never
+  // wait on each other in a cycle); the rest are leased to be placed. The statement's snapshot
+  // predates its own writes: what it filed is left out of the busy test by key.
+  const placing = filed
+    ? `WITH due AS (
+    SELECT key, filed_key IS NOT NULL AS filed FROM ${d} WHERE state = 'queued' AND order_key IS NULL AND visible_at <= now()
     ORDER BY visible_at LIMIT file_batch
     FOR UPDATE SKIP LOCKED
   ),
   placed AS (
     UPDATE ${d} AS d SET order_key = d.filed_key, order_at = d.filed_at, order_strict = file_strict, lease = NULL, placing_until = NULL
-    FROM due WHERE d.key = due.key
+    FROM due WHERE d.key = due.key AND due.filed
     RETURNING d.order_key
+  ),
+  woken AS (
+    INSERT INTO ${o} AS o (order_key, last, ready_at) SELECT DISTINCT order_key, '', now() FROM placed ORDER BY 1
+    ON CONFLICT (order_key) DO UPDATE SET ready_at = now(), updated_at = now()
+  ),
+  to_place AS (
+    UPDATE ${d} AS d SET ${lease}
+    FROM (SELECT key FROM due WHERE NOT due.filed LIMIT place_batch) AS due WHERE d.key = due.key
+    RETURNING ${placingColumns('d')}
+  ),
+  placers AS (
+    ${unplaced} AND key NOT IN (SELECT key FROM due WHERE due.filed) LIMIT 1
   )
-  INSERT INTO ${o} AS o (order_key, last, ready_at) SELECT DISTINCT order_key, '', now() FROM placed ORDER BY 1
-  ON CONFLICT (order_key) DO UPDATE SET ready_at = now(), updated_at = now();`
-  return `CREATE OR REPLACE FUNCTION ${filed ? takeFiled : take}(place_batch integer, place_lease_ms float8, lock_keys integer, max_heads integer, visibility_ms float8${filed ? ', file_batch integer, file_strict boolean' : ''})
-RETURNS TABLE (${TAKE_COLUMNS}) LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $fn$
-#variable_conflict use_column
-DECLARE
-  taking text[];
-BEGIN
-  ${filed ? filing : ''}
-  RETURN QUERY WITH due AS (
-    SELECT key FROM ${d} WHERE state = 'queued' AND order_key IS NULL AND visible_at <= now()${filed ? ' AND filed_key IS NULL' : ''}
+  SELECT 'place'::text, to_place.*, false FROM to_place
+  UNION ALL
+  ${busy} WHERE NOT EXISTS (SELECT 1 FROM to_place) AND EXISTS (SELECT 1 FROM placers);`
+    : `WITH due AS (
+    SELECT key FROM ${d} WHERE state = 'queued' AND order_key IS NULL AND visible_at <= now()
     ORDER BY visible_at LIMIT place_batch
     FOR UPDATE SKIP LOCKED
   ),
   to_place AS (
-    UPDATE ${d} AS d SET lease = gen_random_uuid()::text, visible_at = now() + ${taken('place_lease_ms')}, placing_until = now() + ${taken('place_lease_ms')}
+    UPDATE ${d} AS d SET ${lease}
     FROM due WHERE d.key = due.key
     RETURNING ${placingColumns('d')}
   ),
@@ -259,7 +270,14 @@ BEGIN
   )
   SELECT 'place'::text, to_place.*, false FROM to_place
   UNION ALL
-  SELECT 'busy'::text, ${Array.from({ length: 17 }, () => 'NULL').join(', ')}, false WHERE NOT EXISTS (SELECT 1 FROM due) AND EXISTS (SELECT 1 FROM placers);
+  ${busy} WHERE NOT EXISTS (SELECT 1 FROM due) AND EXISTS (SELECT 1 FROM placers);`
+  return `CREATE OR REPLACE FUNCTION ${filed ? takeFiled : take}(place_batch integer, place_lease_ms float8, lock_keys integer, max_heads integer, visibility_ms float8${filed ? ', file_batch integer, file_strict boolean' : ''})
+RETURNS TABLE (${TAKE_COLUMNS}) LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $fn$
+#variable_conflict use_column
+DECLARE
+  taking text[];
+BEGIN
+  RETURN QUERY ${placing}
   IF FOUND OR max_heads <= 0 THEN RETURN; END IF;
   PERFORM pg_advisory_xact_lock_shared(hashtext('${table}'));
   SELECT array_agg(k.order_key) INTO taking FROM (
