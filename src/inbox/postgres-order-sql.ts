@@ -6,6 +6,15 @@
  * - Columns on the deliveries table: `order_key`, `order_at` (fixed-width order text) and
  *   `order_strict`, set when a worker places the delivery; `placing_until`, the end of a placing
  *   lease. An unplaced delivery has no `order_key`.
+ * - Filing: an inbox given `ordering` appends each delivery with `filed_key` and `filed_at` (its
+ *   key and order), and a worker with that ordering takes through `<table>_take_filed`, which
+ *   places due filed deliveries in SQL as place does (rows `FOR UPDATE SKIP LOCKED`, at most a
+ *   batch; key rows created or woken in key order) before any head, so their bodies never travel
+ *   to a worker. Unfiled ones are still handed out to be placed, and a take without filing runs
+ *   `<table>_take_ordered` as before and ignores the columns: a new function, not an overload of
+ *   it, so workers of the version before keep calling theirs, and an inbox without `ordering`
+ *   appends and takes on tables not upgraded yet. Keys are stored with NUL escaped (text cannot
+ *   hold it; `storedKey` in postgres-order.ts).
  * - `<table>_order`, one row per key: the highest order completed (`last`, so a late delivery is
  *   known), and `ready_at`, when the key may next have a head to run (null: nothing queued). The
  *   row is the key's lock: an ordered take locks the rows of ready keys `FOR UPDATE SKIP LOCKED`
@@ -50,8 +59,9 @@ export interface OrderNames {
   trigger: string
   /** The function of the `_order_free` trigger (a held lease given up, a dead letter requeued). */
   freed: string
-  /** The ordered take's function. */
+  /** The ordered take's function, and the one that also places what appends filed. */
   take: string
+  takeFiled: string
   /** The workers' mode marks (src/inbox/worker-mode.ts) and the function that claims one. */
   modes: string
   claimMode: string
@@ -66,6 +76,7 @@ export function orderNames(table: string): OrderNames {
     trigger: quoteTable(`${table}_order_done`, 'PostgresInbox'),
     freed: quoteTable(`${table}_order_free`, 'PostgresInbox'),
     take: quoteTable(`${table}_take_ordered`, 'PostgresInbox'),
+    takeFiled: quoteTable(`${table}_take_filed`, 'PostgresInbox'),
     modes: quoteTable(`${table}_modes`, 'PostgresInbox'),
     claimMode: quoteTable(`${table}_claim_mode`, 'PostgresInbox'),
     base: table.split('.').pop()!,
@@ -92,6 +103,9 @@ export function createOrderingSql(table: string): string {
   IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '${d}'::regclass AND attname = 'placing_until' AND NOT attisdropped) THEN
     ALTER TABLE ${d} ADD COLUMN IF NOT EXISTS order_key text, ADD COLUMN IF NOT EXISTS order_at text,
       ADD COLUMN IF NOT EXISTS order_strict boolean, ADD COLUMN IF NOT EXISTS placing_until timestamptz;
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '${d}'::regclass AND attname = 'filed_at' AND NOT attisdropped) THEN
+    ALTER TABLE ${d} ADD COLUMN IF NOT EXISTS filed_key text, ADD COLUMN IF NOT EXISTS filed_at text;
   END IF;
 END $$;
 CREATE INDEX IF NOT EXISTS "${base}_order_heads" ON ${d} (order_key, order_at, key) WHERE state = 'queued' AND order_key IS NOT NULL;
@@ -169,7 +183,8 @@ DO $$ BEGIN
     EXECUTE FUNCTION ${freed}();
   END IF;
 END $$;
-${takeFunctionSql(table)}`
+${takeFunctionSql(table, false)}
+${takeFunctionSql(table, true)}`
 }
 
 /**
@@ -188,10 +203,13 @@ const TAKE_COLUMNS = `kind text, keys text[], endpoint text, id text, signed_tim
  * the session. Generic plans only (`plan_cache_mode = force_generic_plan`): left to choose,
  * plpgsql planned the heads statement afresh on a quarter of the takes (over a millisecond each,
  * more than running it) for plans no better than the generic one. The arguments: placing batch,
- * placing lease ms, keys to lock, max heads, visibility ms.
- * 1. Unplaced due rows are leased to be placed (kind 'place'); a row of kind 'busy' says another
- *    worker is placing, or is leasing due rows this statement skipped. Either way it ends there:
- *    no key is locked. What it does not see was appended after the take began: not present.
+ * placing lease ms, keys to lock, max heads, visibility ms; with `filed` (`<table>_take_filed`),
+ * then filing batch and strict.
+ * 1. Unplaced due rows are leased to be placed (kind 'place'). With `filed`, the same statement
+ *    (one scan of them) places the filed ones among the first `file_batch` itself, as place()
+ *    does, and leases only the others. A row of kind 'busy' says another worker is placing, or is
+ *    leasing or filing due rows this statement skipped, or more were filed than one batch. Either
+ *    way it ends there: no key is locked. What it does not see was appended after the take began: not present.
  * 2. Up to `lock_keys` ready keys, oldest first, locked FOR UPDATE SKIP LOCKED. The shared advisory
  *    lock only excludes the take of the version before this one (an exclusive lock per inbox)
  *    while both run during an upgrade.
@@ -201,23 +219,49 @@ const TAKE_COLUMNS = `kind text, keys text[], endpoint text, id text, signed_tim
  *    time (strict) or the first due time of its rows, null with nothing queued. A key whose due
  *    head was left for lack of room keeps its `ready_at`, so it comes first next time.
  */
-function takeFunctionSql(table: string): string {
-  const { deliveries: d, order: o, take } = orderNames(table)
+function takeFunctionSql(table: string, filed: boolean): string {
+  const { deliveries: d, order: o, take, takeFiled } = orderNames(table)
   const unplaced = `SELECT 1 FROM ${d} WHERE state = 'queued' AND order_key IS NULL AND (visible_at <= now() OR (placing_until > now() AND visible_at > now()))`
   const taken = (param: string) => `interval '1 millisecond' * ${param}`
-  return `CREATE OR REPLACE FUNCTION ${take}(place_batch integer, place_lease_ms float8, lock_keys integer, max_heads integer, visibility_ms float8)
-RETURNS TABLE (${TAKE_COLUMNS}) LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $fn$
-#variable_conflict use_column
-DECLARE
-  taking text[];
-BEGIN
-  RETURN QUERY WITH due AS (
+  const lease = `lease = gen_random_uuid()::text, visible_at = now() + ${taken('place_lease_ms')}, placing_until = now() + ${taken('place_lease_ms')}`
+  const busy = `SELECT 'busy'::text, ${Array.from({ length: 17 }, () => 'NULL').join(', ')}, false`
+  // With `filed`, one scan of the unplaced rows does both: filed ones are placed as place() places
+  // them, key rows created or woken in key order (two filing takes, or a take and a place, never
+  // wait on each other in a cycle); the rest are leased to be placed. The statement's snapshot
+  // predates its own writes: what it filed is left out of the busy test by key.
+  const placing = filed
+    ? `WITH due AS (
+    SELECT key, filed_key IS NOT NULL AS filed FROM ${d} WHERE state = 'queued' AND order_key IS NULL AND visible_at <= now()
+    ORDER BY visible_at LIMIT file_batch
+    FOR UPDATE SKIP LOCKED
+  ),
+  placed AS (
+    UPDATE ${d} AS d SET order_key = d.filed_key, order_at = d.filed_at, order_strict = file_strict, lease = NULL, placing_until = NULL
+    FROM due WHERE d.key = due.key AND due.filed
+    RETURNING d.order_key
+  ),
+  woken AS (
+    INSERT INTO ${o} AS o (order_key, last, ready_at) SELECT DISTINCT order_key, '', now() FROM placed ORDER BY 1
+    ON CONFLICT (order_key) DO UPDATE SET ready_at = now(), updated_at = now()
+  ),
+  to_place AS (
+    UPDATE ${d} AS d SET ${lease}
+    FROM (SELECT key FROM due WHERE NOT due.filed LIMIT place_batch) AS due WHERE d.key = due.key
+    RETURNING ${placingColumns('d')}
+  ),
+  placers AS (
+    ${unplaced} AND key NOT IN (SELECT key FROM due WHERE due.filed) LIMIT 1
+  )
+  SELECT 'place'::text, to_place.*, false FROM to_place
+  UNION ALL
+  ${busy} WHERE NOT EXISTS (SELECT 1 FROM to_place) AND EXISTS (SELECT 1 FROM placers);`
+    : `WITH due AS (
     SELECT key FROM ${d} WHERE state = 'queued' AND order_key IS NULL AND visible_at <= now()
     ORDER BY visible_at LIMIT place_batch
     FOR UPDATE SKIP LOCKED
   ),
   to_place AS (
-    UPDATE ${d} AS d SET lease = gen_random_uuid()::text, visible_at = now() + ${taken('place_lease_ms')}, placing_until = now() + ${taken('place_lease_ms')}
+    UPDATE ${d} AS d SET ${lease}
     FROM due WHERE d.key = due.key
     RETURNING ${placingColumns('d')}
   ),
@@ -226,7 +270,14 @@ BEGIN
   )
   SELECT 'place'::text, to_place.*, false FROM to_place
   UNION ALL
-  SELECT 'busy'::text, ${Array.from({ length: 17 }, () => 'NULL').join(', ')}, false WHERE NOT EXISTS (SELECT 1 FROM due) AND EXISTS (SELECT 1 FROM placers);
+  ${busy} WHERE NOT EXISTS (SELECT 1 FROM due) AND EXISTS (SELECT 1 FROM placers);`
+  return `CREATE OR REPLACE FUNCTION ${filed ? takeFiled : take}(place_batch integer, place_lease_ms float8, lock_keys integer, max_heads integer, visibility_ms float8${filed ? ', file_batch integer, file_strict boolean' : ''})
+RETURNS TABLE (${TAKE_COLUMNS}) LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $fn$
+#variable_conflict use_column
+DECLARE
+  taking text[];
+BEGIN
+  RETURN QUERY ${placing}
   IF FOUND OR max_heads <= 0 THEN RETURN; END IF;
   PERFORM pg_advisory_xact_lock_shared(hashtext('${table}'));
   SELECT array_agg(k.order_key) INTO taking FROM (
@@ -390,16 +441,18 @@ function columns(alias: string): string {
   return `${entryColumns(alias, { dead: false })}, ${alias}.order_key, ${alias}.order_at`
 }
 
-export type OrderStatements = Record<'take' | 'place' | 'admit' | 'read' | 'refund' | 'setPause' | 'claimMode' | 'releaseMode', string>
+export type OrderStatements = Record<'take' | 'takeFiled' | 'place' | 'admit' | 'read' | 'refund' | 'setPause' | 'claimMode' | 'releaseMode', string>
 
 export function orderStatements(table: string): OrderStatements {
-  const { deliveries: d, order: o, flow: f, take: takeFunction, modes, claimMode } = orderNames(table)
+  const { deliveries: d, order: o, flow: f, take: takeFunction, takeFiled, modes, claimMode } = orderNames(table)
   const avail = `LEAST($3::float8, COALESCE(t.tokens + GREATEST(0, extract(epoch FROM now() - t.refilled_at)) * $2::float8, $3::float8))`
   const granted = `GREATEST(0, LEAST($1::float8, floor(${avail})))`
   const pause = `t.paused, t.paused_by, COALESCE((extract(epoch FROM t.paused_since) * 1000)::float8, 0) AS since_ms, t.version`
   return {
     // $1 placing batch, $2 placing lease ms, $3 keys to lock, $4 max heads, $5 visibility ms.
     take: `SELECT * FROM ${takeFunction}($1::integer, $2::float8, $3::integer, $4::integer, $5::float8)`,
+    // The same, $6 filing batch, $7 strict: places what appends filed first.
+    takeFiled: `SELECT * FROM ${takeFiled}($1::integer, $2::float8, $3::integer, $4::integer, $5::float8, $6::integer, $7::boolean)`,
     // $1 keys, $2 leases, $3 order keys, $4 orders, $5 strict. The placing lease must still be
     // held. Each key's row is created or woken, in key order (two places never wait on each other).
     place: `WITH placed AS (

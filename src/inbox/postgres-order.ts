@@ -4,12 +4,17 @@
  * its deadline-bound runner and its row reader.
  */
 import type { InboxEntry } from '../contracts/inbox.js'
-import type { Admission, OrderedEntry, OrderedTake, PauseState, Placement, WorkerMode } from '../contracts/ordering.js'
+import type { Admission, OrderedEntry, OrderedTake, OrderedTakeOptions, PauseState, Placement, WorkerMode } from '../contracts/ordering.js'
 import { orderStatements, type OrderStatements } from './postgres-order-sql.js'
 import { tokenWaitMs } from './token-bucket.js'
 
 /** Unplaced deliveries handed out to be placed per ordered take. */
 const PLACE_BATCH = 200
+/**
+ * Filed deliveries an ordered take places itself, at most: a backlog larger than that leaves the
+ * take busy (no head yet), and the worker's next take places the next batch.
+ */
+const FILE_BATCH = 2000
 /**
  * Keys locked per ordered take beyond the heads wanted: a ready key may turn out busy (its head
  * still running) or not due, and the take should still fill the worker's free slots.
@@ -41,17 +46,21 @@ export class PostgresOrder {
     this.sql = orderStatements(host.table)
   }
 
-  async takeOrdered(max: number, visibilityMs: number, { placeLeaseMs }: { placeLeaseMs: number; poke: readonly string[] }): Promise<OrderedTake> {
+  async takeOrdered(max: number, visibilityMs: number, { placeLeaseMs, filed }: OrderedTakeOptions): Promise<OrderedTake> {
     const wanted = Math.max(0, Math.floor(max))
     // No poke needed: whatever frees a key (complete, retry, bury, a hand-back) wakes its row in
     // the same statement, through the deliveries table's triggers. One round trip: the take's
     // statements run in a function (postgres-order-sql.ts says why).
     const values = [PLACE_BATCH, Math.max(1, Math.ceil(placeLeaseMs)), wanted === 0 ? 0 : wanted + KEY_SLACK, wanted, Math.max(1, Math.ceil(visibilityMs))]
-    const { rows } = await this.host.run('takeOrdered', () => this.host.query(this.sql.take, values))
+    // Without `filed`, the function of the version before filing: a worker whose ordering is not
+    // its inbox's runs on tables not upgraded yet too.
+    const { rows } = await this.host.run('takeOrdered', () =>
+      filed ? this.host.query(this.sql.takeFiled, [...values, FILE_BATCH, filed.strict]) : this.host.query(this.sql.take, values),
+    )
     const taken = rows as ({ kind: string; order_key: string; late: boolean | null } & PlacingRow)[]
     const place = taken.filter((row) => row.kind === 'place').map(placing)
     if (place.length > 0) return { place, run: [], busy: false }
-    const run: OrderedEntry[] = taken.filter((row) => row.kind === 'run').map((row) => ({ ...this.host.entryOf(row), orderKey: row.order_key, late: row.late === true }))
+    const run: OrderedEntry[] = taken.filter((row) => row.kind === 'run').map((row) => ({ ...this.host.entryOf(row), orderKey: keyOfStored(row.order_key), late: row.late === true }))
     return { place: [], run, busy: taken.some((row) => row.kind === 'busy') }
   }
 
@@ -61,7 +70,7 @@ export class PostgresOrder {
       this.host.query(this.sql.place, [
         placements.map((p) => p.entry.keys[0]),
         placements.map((p) => p.entry.lease),
-        placements.map((p) => p.key),
+        placements.map((p) => storedKey(p.key)),
         placements.map((p) => p.order),
         placements.map((p) => p.strict),
       ]),
@@ -106,6 +115,20 @@ export class PostgresOrder {
     if (!row) return { pause: { paused: false, version: 0 } }
     return { pause: pauseOf(row), ...(row.per_second !== null && { perSecond: Number(row.per_second) }) }
   }
+}
+
+/**
+ * A key as stored: Postgres text cannot hold NUL, which starts the key of a delivery placed alone
+ * (src/inbox/ordering.ts), so NUL is written as U+0001 '0' and U+0001 as U+0001 '1' (one key, one
+ * text; keys without either are stored as they are).
+ */
+export function storedKey(key: string): string {
+  return key.replaceAll('\u0001', '\u00011').replaceAll('\u0000', '\u00010')
+}
+
+/** The key {@link storedKey} stored: every U+0001 in it starts a pair, so the pairs cannot overlap. */
+function keyOfStored(stored: string): string {
+  return stored.replaceAll('\u00010', '\u0000').replaceAll('\u00011', '\u0001')
 }
 
 /** What the take reads of a delivery handed out to be placed (`placingColumns` in postgres-order-sql.ts). */

@@ -114,7 +114,7 @@ const ms = (param: string) => `interval '1 millisecond' * ${param}::float8`
 
 /** The statements of one inbox, by operation. */
 export type Statements = Record<
-  'append' | 'take' | 'handBack' | 'complete' | 'retry' | 'bury' | 'extend' | 'dead' | 'requeue' | 'purge' | 'stats' | 'sweep' | 'settings',
+  'append' | 'appendFiled' | 'take' | 'handBack' | 'complete' | 'retry' | 'bury' | 'extend' | 'dead' | 'requeue' | 'purge' | 'stats' | 'sweep' | 'settings',
   string
 >
 
@@ -128,12 +128,9 @@ export type Statements = Record<
 export function statements({ deliveries: d, keys: k, table }: Names): Statements {
   // $1 is the primary key and $2 the lease in every statement that uses it.
   const held = `lease = $2 AND state = 'queued' AND visible_at > now()`
-  return {
-    // $1 first key, $2 all keys, $3.. the delivery. Accepted only when every distinct key was
-    // inserted or taken over from an expired processed key (see postgres.ts for why the keys
-    // table's ON CONFLICT is the check). With one key the statement is all or nothing by
-    // itself; with several, append() wraps it in a transaction and rolls back a partial claim.
-    append: `WITH wanted AS (SELECT DISTINCT unnest($2::text[]) AS key),
+  // Where the inbox's `ordering` files the delivery ($11 key, $12 order): columns of this version,
+  // so an inbox without `ordering` appends without them, to a table not upgraded yet too.
+  const append = (filed: boolean) => `WITH wanted AS (SELECT DISTINCT unnest($2::text[]) AS key),
 claimed AS (
   INSERT INTO ${k} AS held (key, delivery) SELECT key, $1 FROM wanted ORDER BY key
   ON CONFLICT (key) DO UPDATE SET delivery = EXCLUDED.delivery, processed_until = NULL, completed_by = NULL
@@ -141,12 +138,19 @@ claimed AS (
   RETURNING 1
 ),
 added AS (
-  INSERT INTO ${d} (key, keys, endpoint, id, signed_timestamp, signature_version, secret_index, body, received_at, visible_at, traceparent)
-  SELECT $1, $2::text[], $3, $4, $5::bigint, $6, $7::integer, $8::bytea, to_timestamp($9::float8 / 1000), now(), $10
+  INSERT INTO ${d} (key, keys, endpoint, id, signed_timestamp, signature_version, secret_index, body, received_at, visible_at, traceparent${filed ? ', filed_key, filed_at' : ''})
+  SELECT $1, $2::text[], $3, $4, $5::bigint, $6, $7::integer, $8::bytea, to_timestamp($9::float8 / 1000), now(), $10${filed ? ', $11, $12' : ''}
   WHERE (SELECT count(*) FROM claimed) = (SELECT count(*) FROM wanted)
   RETURNING 1
 )
-SELECT EXISTS (SELECT 1 FROM added) AS accepted`,
+SELECT EXISTS (SELECT 1 FROM added) AS accepted`
+  return {
+    // $1 first key, $2 all keys, $3.. the delivery. Accepted only when every distinct key was
+    // inserted or taken over from an expired processed key (see postgres.ts for why the keys
+    // table's ON CONFLICT is the check). With one key the statement is all or nothing by
+    // itself; with several, append() wraps it in a transaction and rolls back a partial claim.
+    append: append(false),
+    appendFiled: append(true),
     // SKIP LOCKED: a row another worker is leasing right now is passed over, not waited for.
     // A row leased and committed after this statement's snapshot is re-checked on its newest
     // version by FOR UPDATE, where visible_at is in the future: it is not taken twice. The take

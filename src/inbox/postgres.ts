@@ -70,8 +70,8 @@ import {
 } from '../contracts/inbox.js'
 import { DEFAULT_RETENTION_MS } from '../contracts/store.js'
 import { OrderedEngine } from './ordered-engine.js'
-import type { InboxOrderingOption } from './ordering.js'
-import { PostgresOrder } from './postgres-order.js'
+import type { InboxOrderingOption, OrderingOption } from './ordering.js'
+import { PostgresOrder, storedKey } from './postgres-order.js'
 import { orderMaintenanceSql } from './postgres-order-sql.js'
 import { flowStats } from './flow-stats.js'
 
@@ -119,6 +119,14 @@ export interface PostgresInboxOptions extends MaintenanceOptions, InboxOrderingO
    * @default 2000
    */
   timeoutMs?: number
+  /**
+   * The workers' `ordering` (e.g. `byConversation`), given to the inbox: each append stores where
+   * its delivery is filed (key and order), and a worker's ordered take places it in the database
+   * without reading its body. Appending filings needs the columns of this version: run its
+   * `ensureTable()` (or `createInboxTableSql()`) first. An inbox without it appends as before.
+   * @default none
+   */
+  ordering?: OrderingOption
 }
 
 /** A deliveries row as the statements return it. */
@@ -274,15 +282,18 @@ export class PostgresInbox extends OrderedEngine implements WebhookInbox {
       throw new TypeError('svc-webhooks: PostgresInbox.append needs a delivery with at least one key.')
     }
     const values = [keys[0], [...keys], entry.endpoint, entry.id, entry.timestamp, entry.signatureVersion, entry.secretIndex, entry.rawBody, entry.receivedAt, entry.traceparent ?? null]
+    const filed = this.filingToStore(entry)
+    const text = filed ? this.sql.appendFiled : this.sql.append
+    if (filed) values.push(storedKey(filed.key), filed.order)
     const single = new Set(keys).size === 1
     // A retried attempt after one that committed unseen finds its own keys and says duplicate,
     // and an append that lands after the deadline stays queued: either way the delivery is in
     // the inbox once, and the sender's next try is answered 200 duplicate.
     const accepted = await this.run('append', () =>
       single
-        ? this.pool.query(this.sql.append, values).then(isAccepted)
+        ? this.pool.query(text, values).then(isAccepted)
         : this.transaction(async (db) => {
-            const ok = isAccepted(await db.query(this.sql.append, values))
+            const ok = isAccepted(await db.query(text, values))
             return { result: ok, commit: ok }
           }),
       undefined,

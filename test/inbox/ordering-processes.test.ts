@@ -5,7 +5,8 @@
  * always fail (dead-lettered: their conversation must go on), and one worker killed with SIGKILL
  * mid-run. Per conversation: starts in created_at order among what was present, never two at
  * once; 0 lost, 0 succeeded twice. Scaled down to 40 conversations × 10 messages to stay within
- * seconds; `npm run order:run` is the full 100 × 20 (scripts/order-run.mjs).
+ * seconds; `npm run order:run` is the full 100 × 20 (scripts/order-run.mjs). On PostgresInbox
+ * once more with inboxes given the ordering (`filed`): the takes place what the appends filed.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { describeWithPostgres, describeWithRedis } from '../support/services.js'
@@ -50,5 +51,9 @@ describeWithPostgres('ordering across 3 worker processes on PostgresInbox, one k
 
   it('per conversation in created_at order, never overlapping, 0 lost, 0 twice, dead letters release their key', async () => {
     expectOrdered(await runOrderedProcesses({ engine: 'postgres', url: server.url, ...SIZE }))
+  }, 180_000)
+
+  it('the same with inboxes given the ordering: appends file each delivery, the takes place it', async () => {
+    expectOrdered(await runOrderedProcesses({ engine: 'postgres', url: server.url, ...SIZE, filed: true }))
   }, 180_000)
 })
