@@ -9,11 +9,15 @@ import { unchecked, withDeadline } from './deadline.js'
 export interface IORedisLikeClient {
   eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>
   defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void
+  /** Used when present: a script the server holds is run by its SHA-1, not sent again. */
+  evalsha?(sha: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>
 }
 
 /** The part of a `node-redis` v4+ client (`createClient()` or `createCluster()`) the store and the inbox use. */
 export interface NodeRedisLikeClient {
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>
+  /** Used when present, as `evalsha` on ioredis. */
+  evalSha?(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>
 }
 
 /** Runs one Lua script with one declared key. */
@@ -73,6 +77,30 @@ export function replicasOption(replicas: unknown, client: unknown, what: string)
 }
 
 /**
+ * Each script's SHA-1 (hex) once WebCrypto has computed it, for EVALSHA: EVAL sends the whole
+ * text on every call and the server hashes it each time, and the ordered take's script is over
+ * 7 KB. Until its digest is ready (the first calls), or without WebCrypto, a script goes by EVAL.
+ * Bounded: the scripts are a few dozen constants; past that, nothing more is kept.
+ */
+const digests = new Map<string, string | Promise<void>>()
+
+function shaOf(script: string): string | undefined {
+  const known = digests.get(script)
+  if (typeof known === 'string') return known
+  if (known === undefined && digests.size < 256 && typeof globalThis.crypto?.subtle?.digest === 'function') {
+    const computing = globalThis.crypto.subtle.digest('SHA-1', new TextEncoder().encode(script)).then(
+      (digest) => void digests.set(script, Array.from(new Uint8Array(digest), (byte) => byte.toString(16).padStart(2, '0')).join('')),
+      () => undefined,
+    )
+    digests.set(script, computing)
+  }
+  return undefined
+}
+
+/** The server does not hold the script (restarted, failed over, another Cluster node): nothing ran. */
+const isNoScript = (error: unknown): boolean => error instanceof Error && error.message.startsWith('NOSCRIPT')
+
+/**
  * Adapts an ioredis or node-redis client to {@link Run}; `what` names the class in the error.
  * Internal: shared by RedisStore and RedisInbox.
  *
@@ -86,20 +114,40 @@ export function adapt(client: unknown, what = 'RedisStore', replication?: Replic
   }
   // ioredis: eval(script, numKeys, ...keysAndArgs); node-redis: eval(script, { keys, arguments }).
   // Only ioredis has defineCommand, which tells the two apart without importing either.
-  let run: Run
+  let byText: Run
+  let bySha: Run | undefined
   let wait: (replicas: number) => Promise<unknown>
   if (typeof c.defineCommand === 'function') {
     const io = c as IORedisLikeClient & { call(...args: (string | number)[]): Promise<unknown> }
-    run = (script, key, args) => io.eval(script, 1, key, ...args)
+    byText = (script, key, args) => io.eval(script, 1, key, ...args)
+    if (typeof io.evalsha === 'function') bySha = (sha, key, args) => io.evalsha!(sha, 1, key, ...args)
     wait = (replicas) => io.call('WAIT', replicas, WAIT_MS)
   } else {
     const node = c as unknown as NodeRedisLikeClient & { sendCommand(args: string[]): Promise<unknown> }
-    run = (script, key, args) => node.eval(script, { keys: [key], arguments: args })
+    byText = (script, key, args) => node.eval(script, { keys: [key], arguments: args })
+    if (typeof node.evalSha === 'function') bySha = (sha, key, args) => node.evalSha!(sha, { keys: [key], arguments: args })
     wait = (replicas) => node.sendCommand(['WAIT', String(replicas), String(WAIT_MS)])
+  }
+  /**
+   * By SHA-1 when known, by text when the server answers NOSCRIPT (which runs nothing, so sending
+   * the text then runs the script once, and leaves it cached on that server). `resent` is told
+   * when the text went after a NOSCRIPT: later than the caller may assume it was sent.
+   */
+  const run = async (script: string, key: string, args: string[], resent?: () => void): Promise<unknown> => {
+    const sha = bySha && shaOf(script)
+    if (sha !== undefined) {
+      try {
+        return await bySha!(sha, key, args)
+      } catch (error) {
+        if (!isNoScript(error)) throw error
+        resent?.()
+      }
+    }
+    return byText(script, key, args)
   }
   const rediscover = sentinelRediscovery(client)
   const { replicas = 0, fenceKey = '' } = replication ?? {}
-  const plain: Run = rediscover === undefined ? run : (script, key, args) => run(script, key, args).catch((error: unknown) => {
+  const plain = rediscover === undefined ? run : (script: string, key: string, args: string[], resent?: () => void) => run(script, key, args, resent).catch((error: unknown) => {
     if (onStalePrimary(error)) rediscover()
     throw error
   })
@@ -128,9 +176,12 @@ export function adapt(client: unknown, what = 'RedisStore', replication?: Replic
     return queued
   }
   return async (script, key, args) => {
-    // The script is sent first; the round it joins sends its fence and WAIT after it.
-    const sent = plain(script, key, args)
-    const [reply, count] = await Promise.all([sent, replicated()])
+    // The script is sent first; the round it joins sends its fence and WAIT after it. Sent again
+    // by text after a NOSCRIPT, it may follow that round's fence: a round begun after its reply covers it.
+    let resent = false
+    const sent = plain(script, key, args, () => (resent = true))
+    const [reply, first] = await Promise.all([sent, replicated()])
+    const count = resent ? await replicated() : first
     if (count >= replicas) return reply
     // No replica answered: this primary may be cut off and replaced. Ask Sentinel now rather
     // than wait for a connection that may never break.
