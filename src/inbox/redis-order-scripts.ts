@@ -62,6 +62,29 @@ end
 `
 
 /**
+ * `file(e, pk, key, order, strict, now, parked, members, keys)`: places the delivery `pk` (its
+ * hash `e`) under `key` at `order`: its fields now, and what the caller writes in one command per
+ * key after its loop: its parked score in `due` (`parked`), its member in the key's ZSET
+ * (`members[key]`) and the key to look at now (`keys`, for `okdue`). Shared by placeAll (a
+ * worker's placements) and the ordered take (deliveries filed at append).
+ */
+const FILE = `local function file(e, pk, key, order, strict, now, parked, members, keys)
+  redis.call('HSET', e, 'okey', key, 'oorder', order, 'ostrict', strict, 'lease', '', 'leaseUntil', 0)
+  parked[#parked + 1] = ${PARK} + now
+  parked[#parked + 1] = pk
+  local m = members[key]
+  if not m then
+    m = {}
+    members[key] = m
+    keys[#keys + 1] = now
+    keys[#keys + 1] = key
+  end
+  m[#m + 1] = 0
+  m[#m + 1] = order .. '|' .. pk
+end
+`
+
+/**
  * `placeAll(first, now)`: places the deliveries described from ARGV[first]: a count of groups,
  * then per group its placing lease, strict ('1' or '0') and a count, then two values per delivery
  * (key, member `<order>|<primary key>`, the member it gets in its key's ZSET: the primary key and
@@ -85,19 +108,8 @@ const PLACE_ALL = `local function placeAll(first, now)
       -- Still held by this placer's lease, and not placed already: one read.
       local f = redis.call('HMGET', e, 'state', 'lease', 'leaseUntil', 'okey')
       if f[1] == 'waiting' and f[2] == lease and tonumber(f[3]) > now and not f[4] then
-        redis.call('HSET', e, 'okey', key, 'oorder', string.sub(member, 1, ${ORDER_WIDTH}), 'ostrict', strict, 'lease', '', 'leaseUntil', 0)
-        parked[#parked + 1] = ${PARK} + now
-        parked[#parked + 1] = pk
+        file(e, pk, key, string.sub(member, 1, ${ORDER_WIDTH}), strict, now, parked, members, keys)
         placed[#placed + 1] = pk
-        local m = members[key]
-        if not m then
-          m = {}
-          members[key] = m
-          keys[#keys + 1] = now
-          keys[#keys + 1] = key
-        end
-        m[#m + 1] = 0
-        m[#m + 1] = member
         out[#out + 1] = 1
       else
         out[#out + 1] = 0
@@ -119,7 +131,7 @@ end
 // primary key: what placing reads; one placing lease for the batch), { 'busy' }, { 'more' }
 // (filed deliveries placed, and more may be due: take again) or { 'run', rows } (FIELDS, lease,
 // primary key, key, late 0/1).
-export const TAKE_ORDERED = sent(`${PRELUDE}${MANY}${PLACE_ALL}
+export const TAKE_ORDERED = sent(`${PRELUDE}${MANY}${FILE}${PLACE_ALL}
 local PARK = ${PARK}
 local W = ${ORDER_WIDTH}
 local now = clock()
@@ -167,19 +179,7 @@ while #place < batch and bytes < ${PLACE_BYTES} and offset < 2000 do
       gone[#gone + 1] = pk
     elseif row[4] and filedStrict ~= '' then
       -- Filed at append: placed here as placeAll would, no worker needed.
-      local key = row[3]
-      redis.call('HSET', e, 'okey', key, 'oorder', row[4], 'ostrict', filedStrict, 'lease', '', 'leaseUntil', 0)
-      reparked[#reparked + 1] = PARK + now
-      reparked[#reparked + 1] = pk
-      local m = filedMembers[key]
-      if not m then
-        m = {}
-        filedMembers[key] = m
-        filedKeys[#filedKeys + 1] = now
-        filedKeys[#filedKeys + 1] = key
-      end
-      m[#m + 1] = 0
-      m[#m + 1] = row[4] .. '|' .. pk
+      file(e, pk, row[3], row[4], filedStrict, now, reparked, filedMembers, filedKeys)
     elseif #place < batch and bytes < ${PLACE_BYTES} then
       local body = redis.call('HGET', e, 'body')
       bytes = bytes + string.len(body or '')
@@ -324,7 +324,7 @@ return { 'run', run }`)
 // ARGV: prefix, then a count of groups and per group: placing lease, strict ('1' or '0'), a count
 // and per delivery its key and member `<order>|<primary key>` (PLACE_ALL). Replies 1 or 0 each (0:
 // the placing lease was lost), in the order sent.
-export const PLACE = sent(`${PRELUDE}${MANY}${PLACE_ALL}
+export const PLACE = sent(`${PRELUDE}${MANY}${FILE}${PLACE_ALL}
 return placeAll(2, clock())`)
 
 // ARGV: prefix, want, perSecond ('' for no limit), burst. Replies granted, waitMs, paused (0/1),

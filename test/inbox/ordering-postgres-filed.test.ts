@@ -6,12 +6,11 @@
  * filing are upgraded by ensureTable(), and an inbox without `ordering` still appends to them.
  */
 import fc from 'fast-check'
-import pg from 'pg'
-import { afterAll, beforeAll, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import { PostgresInbox } from 'svc-webhooks/postgres'
 import { byConversation, InboxError, type InboxEntry, type OrderedEntry, type OrderedTake } from 'svc-webhooks'
 import { describeWithPostgres } from '../support/services.js'
-import { startPostgresServer, type PostgresServer } from '../../tools/postgres.mjs'
+import { usePostgresServer } from '../support/postgres.js'
 import { orderViolations } from '../../tools/order/check.mjs'
 import { messageBody } from '../../tools/order/run.mjs'
 import { delivery, runScenario, scenarios } from './support/ordering-run.js'
@@ -19,21 +18,12 @@ import { delivery, runScenario, scenarios } from './support/ordering-run.js'
 const filed = { placeLeaseMs: 5_000, poke: [], filed: { strict: true } }
 
 describeWithPostgres('PostgresInbox given `ordering`: takes place what appends filed', () => {
-  let server: PostgresServer
-  let pool: pg.Pool
+  const postgres = usePostgresServer({ max: 14 })
   let n = 0
-  beforeAll(async () => {
-    server = await startPostgresServer()
-    pool = new pg.Pool({ connectionString: server.url, max: 14 })
-  }, 60_000)
-  afterAll(async () => {
-    await pool?.end()
-    await server?.stop()
-  })
 
   /** An inbox on `table` filing by conversation (or not, with `ordering: false`), its tables made. */
   async function inboxOn(table: string, { ordering = true } = {}): Promise<PostgresInbox> {
-    const inbox = new PostgresInbox({ pool, table, maintenanceIntervalMs: false, ...(ordering && { ordering: byConversation }) })
+    const inbox = new PostgresInbox({ pool: postgres.pool, table, maintenanceIntervalMs: false, ...(ordering && { ordering: byConversation }) })
     await inbox.ensureTable()
     return inbox
   }
@@ -43,13 +33,13 @@ describeWithPostgres('PostgresInbox given `ordering`: takes place what appends f
   const conversationOf = (entry: InboxEntry) => entry.id.split('-')[1]!
   const indexOf = (entry: InboxEntry) => Number(entry.id.split('-')[0]!.slice(1))
   async function doubled(table: string) {
-    return (await pool.query(`SELECT order_key FROM ${table} WHERE lease IS NOT NULL AND visible_at > now() AND order_key IS NOT NULL GROUP BY 1 HAVING count(*) > 1`)).rows
+    return (await postgres.pool.query(`SELECT order_key FROM ${table} WHERE lease IS NOT NULL AND visible_at > now() AND order_key IS NOT NULL GROUP BY 1 HAVING count(*) > 1`)).rows
   }
 
   it('per key: in created_at order among those present, one at a time, each run once, with workers taking the ordering from their inbox', async () => {
     await fc.assert(
       fc.asyncProperty(scenarios, async (s) => {
-        const inbox = new PostgresInbox({ pool, table: `filed_${++n}`, ordering: { key: byConversation, strict: s.strict } })
+        const inbox = new PostgresInbox({ pool: postgres.pool, table: `filed_${++n}`, ordering: { key: byConversation, strict: s.strict } })
         await inbox.ensureTable()
         const record = await runScenario(inbox, s)
         expect(orderViolations({ ...record, strict: s.strict })).toEqual([])
@@ -118,14 +108,14 @@ describeWithPostgres('PostgresInbox given `ordering`: takes place what appends f
     const taken = await inbox.takeOrdered(10, 60_000, { placeLeaseMs: 5_000, poke: [] })
     expect(taken.place.map((entry) => entry.id).sort()).toEqual(['d0-0', 'd1-1', 'd2-2'])
     expect(taken.run).toEqual([])
-    expect((await pool.query('SELECT count(*)::int AS n FROM filed_ignored WHERE order_key IS NOT NULL')).rows[0].n).toBe(0)
+    expect((await postgres.pool.query('SELECT count(*)::int AS n FROM filed_ignored WHERE order_key IS NOT NULL')).rows[0].n).toBe(0)
   })
 
   it('12 takes racing on 2,500 filed deliveries: each placed once, never two leases of a key, every key in order', async () => {
     const table = 'filed_race'
     const inbox = await inboxOn(table)
     // Every placing of a row (order_key set) recorded: a delivery placed twice shows twice.
-    await pool.query(`CREATE TABLE ${table}_placings (key text NOT NULL);
+    await postgres.pool.query(`CREATE TABLE ${table}_placings (key text NOT NULL);
 CREATE FUNCTION ${table}_placed() RETURNS trigger LANGUAGE plpgsql AS $fn$ BEGIN INSERT INTO ${table}_placings VALUES (NEW.key); RETURN NULL; END $fn$;
 CREATE TRIGGER ${table}_placed AFTER UPDATE ON ${table} FOR EACH ROW WHEN (OLD.order_key IS NULL AND NEW.order_key IS NOT NULL) EXECUTE FUNCTION ${table}_placed();`)
     const total = 2500
@@ -149,7 +139,7 @@ CREATE TRIGGER ${table}_placed AFTER UPDATE ON ${table} FOR EACH ROW WHEN (OLD.o
     expect((await inbox.stats()).depth).toBe(0)
     // More were due than one take places: the first takes found the rest still unplaced.
     expect(busy).toBeGreaterThan(0)
-    const placings = (await pool.query(`SELECT count(*)::int AS n, count(DISTINCT key)::int AS once FROM ${table}_placings`)).rows[0]
+    const placings = (await postgres.pool.query(`SELECT count(*)::int AS n, count(DISTINCT key)::int AS once FROM ${table}_placings`)).rows[0]
     expect(placings).toEqual({ n: total, once: total })
     expect(ran.size).toBe(40)
     for (const indexes of ran.values()) expect(indexes).toEqual([...indexes].sort((a, b) => a - b))
@@ -158,9 +148,9 @@ CREATE TRIGGER ${table}_placed AFTER UPDATE ON ${table} FOR EACH ROW WHEN (OLD.o
   it('ensureTable adds the filing columns and function to a table of the version before filing', async () => {
     const table = 'filed_upgrade'
     const inbox = await inboxOn(table)
-    await pool.query(`DROP FUNCTION ${table}_take_filed; ALTER TABLE ${table} DROP COLUMN filed_key, DROP COLUMN filed_at`)
+    await postgres.pool.query(`DROP FUNCTION ${table}_take_filed; ALTER TABLE ${table} DROP COLUMN filed_key, DROP COLUMN filed_at`)
     await inbox.ensureTable()
-    const columns = await pool.query(`SELECT attname FROM pg_attribute WHERE attrelid = '${table}'::regclass AND attname LIKE 'filed%' AND NOT attisdropped ORDER BY 1`)
+    const columns = await postgres.pool.query(`SELECT attname FROM pg_attribute WHERE attrelid = '${table}'::regclass AND attname LIKE 'filed%' AND NOT attisdropped ORDER BY 1`)
     expect(columns.rows.map((row) => row.attname)).toEqual(['filed_at', 'filed_key'])
     await append(inbox, 0, 0)
     const taken = await inbox.takeOrdered(10, 60_000, filed)
@@ -170,13 +160,13 @@ CREATE TRIGGER ${table}_placed AFTER UPDATE ON ${table} FOR EACH ROW WHEN (OLD.o
   it('an inbox without `ordering` appends and takes with the statements of the version before filing, on a table not upgraded', async () => {
     const table = 'filed_old'
     await inboxOn(table)
-    await pool.query(`DROP FUNCTION ${table}_take_filed; ALTER TABLE ${table} DROP COLUMN filed_key, DROP COLUMN filed_at`)
-    const plain = new PostgresInbox({ pool, table, maintenanceIntervalMs: false })
+    await postgres.pool.query(`DROP FUNCTION ${table}_take_filed; ALTER TABLE ${table} DROP COLUMN filed_key, DROP COLUMN filed_at`)
+    const plain = new PostgresInbox({ pool: postgres.pool, table, maintenanceIntervalMs: false })
     expect(await append(plain, 0, 0)).toBe('accepted')
     const taken = await plain.takeOrdered(10, 60_000, { placeLeaseMs: 5_000, poke: [] })
     expect(taken.place.map((entry) => entry.id)).toEqual(['d0-0'])
     // An inbox given `ordering` needs this version's columns: refused, not a silent unfiled append.
-    const filing = new PostgresInbox({ pool, table, maintenanceIntervalMs: false, ordering: byConversation })
+    const filing = new PostgresInbox({ pool: postgres.pool, table, maintenanceIntervalMs: false, ordering: byConversation })
     const refused = await append(filing, 0, 1).catch((error: unknown) => error)
     expect(refused).toBeInstanceOf(InboxError)
     expect((refused as InboxError).kind).toBe('refused')

@@ -7,11 +7,10 @@
  * The multi-process run with kill -9 is test/inbox/ordering-processes.test.ts.
  */
 import fc from 'fast-check'
-import pg from 'pg'
-import { afterAll, beforeAll, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import { PostgresInbox } from 'svc-webhooks/postgres'
 import { describeWithPostgres } from '../support/services.js'
-import { startPostgresServer, type PostgresServer } from '../../tools/postgres.mjs'
+import { usePostgresServer } from '../support/postgres.js'
 import { orderViolations } from '../../tools/order/check.mjs'
 import { byConversation, createInboxWorker, type InboxEntry, type OrderedTake } from 'svc-webhooks'
 import { messageBody } from '../../tools/order/run.mjs'
@@ -20,22 +19,13 @@ import { delivery, raceModeClaims, runMixedWorkers, runScenario, scenarios } fro
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 describeWithPostgres('ordering on PostgresInbox', () => {
-  let server: PostgresServer
-  let pool: pg.Pool
+  const postgres = usePostgresServer({ max: 12 })
   let n = 0
-  beforeAll(async () => {
-    server = await startPostgresServer()
-    pool = new pg.Pool({ connectionString: server.url, max: 12 })
-  }, 60_000)
-  afterAll(async () => {
-    await pool?.end()
-    await server?.stop()
-  })
 
   it('per key: in created_at order among those present, one at a time, each run once, late marked', async () => {
     await fc.assert(
       fc.asyncProperty(scenarios, async (s) => {
-        const inbox = new PostgresInbox({ pool, table: `order_${++n}` })
+        const inbox = new PostgresInbox({ pool: postgres.pool, table: `order_${++n}` })
         await inbox.ensureTable()
         const record = await runScenario(inbox, s)
         expect(orderViolations({ ...record, strict: s.strict })).toEqual([])
@@ -46,26 +36,26 @@ describeWithPostgres('ordering on PostgresInbox', () => {
   }, 240_000)
 
   it('an ordered and an unordered worker marking at the same moment: exactly one gets its mark', async () => {
-    const inbox = new PostgresInbox({ pool, table: 'order_mode_race' })
+    const inbox = new PostgresInbox({ pool: postgres.pool, table: 'order_mode_race' })
     await inbox.ensureTable()
     await raceModeClaims(inbox)
   })
 
   it('a worker with `ordering` and one without on the same inbox: the later one takes nothing, says why, and goes on once the other stops', async () => {
-    const inbox = new PostgresInbox({ pool, table: 'order_mixed' })
+    const inbox = new PostgresInbox({ pool: postgres.pool, table: 'order_mixed' })
     await inbox.ensureTable()
     await runMixedWorkers(inbox)
   }, 60_000)
 
   it('sweep() deletes the last-order record of a key idle past the retention', async () => {
-    const inbox = new PostgresInbox({ pool, table: 'order_sweep', retentionMs: 100 })
+    const inbox = new PostgresInbox({ pool: postgres.pool, table: 'order_sweep', retentionMs: 100 })
     await inbox.ensureTable()
     await inbox.append({ keys: ['a'], endpoint: 'default', id: 'a', timestamp: 1, signatureVersion: 'v2', secretIndex: 0, rawBody: messageBody(1, 0), receivedAt: Date.now() })
     const worker = createInboxWorker({ inbox, ordering: byConversation, pollIntervalMs: 5, log: false, on: { 'message.received': async () => undefined } })
     worker.start()
     for (let i = 0; i < 200 && (await inbox.stats()).depth > 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
     await worker.stop()
-    const count = async () => Number((await pool.query('SELECT count(*) AS n FROM order_sweep_order')).rows[0].n)
+    const count = async () => Number((await postgres.pool.query('SELECT count(*) AS n FROM order_sweep_order')).rows[0].n)
     expect(await count()).toBe(1)
     await new Promise((resolve) => setTimeout(resolve, 200))
     await inbox.sweep()
@@ -90,11 +80,11 @@ describeWithPostgres('ordering on PostgresInbox', () => {
   const keyOf = (entry: InboxEntry) => entry.id.split('-').slice(1).join('-')
   /** Keys with more than one lease held now: must always be none. */
   async function doubled(table: string) {
-    return (await pool.query(`SELECT order_key FROM ${table} WHERE lease IS NOT NULL AND visible_at > now() AND order_key IS NOT NULL GROUP BY 1 HAVING count(*) > 1`)).rows
+    return (await postgres.pool.query(`SELECT order_key FROM ${table} WHERE lease IS NOT NULL AND visible_at > now() AND order_key IS NOT NULL GROUP BY 1 HAVING count(*) > 1`)).rows
   }
 
   it('takes racing on one key never both get it: a free head, the next after a complete, a head whose lease just expired', async () => {
-    const inbox = new PostgresInbox({ pool, table: 'order_race', maintenanceIntervalMs: false })
+    const inbox = new PostgresInbox({ pool: postgres.pool, table: 'order_race', maintenanceIntervalMs: false })
     await inbox.ensureTable()
     await placed(inbox, Array.from({ length: 6 }, () => 'hot'))
     for (let round = 0; round < 3; round++) {
@@ -115,7 +105,7 @@ describeWithPostgres('ordering on PostgresInbox', () => {
   })
 
   it('takes racing on many keys: each key to one taker at most, different keys to different takers, every head taken', async () => {
-    const inbox = new PostgresInbox({ pool, table: 'order_race_many', maintenanceIntervalMs: false })
+    const inbox = new PostgresInbox({ pool: postgres.pool, table: 'order_race_many', maintenanceIntervalMs: false })
     await inbox.ensureTable()
     const keys = Array.from({ length: 40 }, (_, i) => `k${i % 20}`)
     await placed(inbox, keys)
@@ -130,7 +120,7 @@ describeWithPostgres('ordering on PostgresInbox', () => {
   })
 
   it('maintenance deletes the rows of keys idle past the retention, never one with a delivery pending or running, and a requeued dead letter wakes its key again', async () => {
-    const inbox = new PostgresInbox({ pool, table: 'order_maint', retentionMs: 100, maintenanceIntervalMs: false })
+    const inbox = new PostgresInbox({ pool: postgres.pool, table: 'order_maint', retentionMs: 100, maintenanceIntervalMs: false })
     await inbox.ensureTable()
     await placed(inbox, ['idle', 'running', 'pending', 'pending', 'dead'])
     const first = await inbox.takeOrdered(10, 60_000, { placeLeaseMs: 5_000, poke: [] })
@@ -140,7 +130,7 @@ describeWithPostgres('ordering on PostgresInbox', () => {
     expect(await inbox.bury(byKey.get('dead')!, 'boom')).toBe(true)
     expect(await inbox.retry(byKey.get('pending')!, 60_000, 'later')).toBe(true)
     await sleep(200)
-    const keyRows = async () => (await pool.query('SELECT order_key FROM order_maint_order ORDER BY 1')).rows.map((row) => row.order_key as string)
+    const keyRows = async () => (await postgres.pool.query('SELECT order_key FROM order_maint_order ORDER BY 1')).rows.map((row) => row.order_key as string)
     expect(await keyRows()).toEqual(['dead', 'idle', 'pending', 'running'])
     const round = await inbox.maintain()
     expect(round.locked).toBe(true)
@@ -159,10 +149,10 @@ describeWithPostgres('ordering on PostgresInbox', () => {
 
   it('ensureTable upgrades the ordering tables of the version before per-key locks: deliveries placed then are taken', async () => {
     const table = 'order_upgrade'
-    const inbox = new PostgresInbox({ pool, table, maintenanceIntervalMs: false })
+    const inbox = new PostgresInbox({ pool: postgres.pool, table, maintenanceIntervalMs: false })
     await inbox.ensureTable()
     // As that version left them: no ready_at, no key row until a key's first complete, no _order_free trigger.
-    await pool.query(`DROP TRIGGER ${table}_order_free ON ${table}; DROP INDEX ${table}_order_ready; ALTER TABLE ${table}_order DROP COLUMN ready_at;
+    await postgres.pool.query(`DROP TRIGGER ${table}_order_free ON ${table}; DROP INDEX ${table}_order_ready; ALTER TABLE ${table}_order DROP COLUMN ready_at;
 CREATE OR REPLACE FUNCTION ${table}_order_done() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
   IF OLD.order_key IS NOT NULL AND OLD.state = 'queued' THEN
@@ -172,8 +162,8 @@ BEGIN
   RETURN NULL;
 END $fn$;`)
     for (const [i, key] of ['a', 'a', 'b'].entries()) await inbox.append(delivery(`d${i}-${key}`, messageBody(i, i), Date.now()))
-    await pool.query(`UPDATE ${table} SET order_key = split_part(id, '-', 2), order_at = lpad(substr(split_part(id, '-', 1), 2), 6, '0'), order_strict = true`)
-    await pool.query(`INSERT INTO ${table}_order (order_key, last) VALUES ('b', '000000')`)
+    await postgres.pool.query(`UPDATE ${table} SET order_key = split_part(id, '-', 2), order_at = lpad(substr(split_part(id, '-', 1), 2), 6, '0'), order_strict = true`)
+    await postgres.pool.query(`INSERT INTO ${table}_order (order_key, last) VALUES ('b', '000000')`)
     await inbox.ensureTable()
     const taken = await inbox.takeOrdered(10, 60_000, { placeLeaseMs: 5_000, poke: [] })
     expect(taken.run.map((entry) => [entry.id, (entry as { late?: boolean }).late]).sort()).toEqual([
