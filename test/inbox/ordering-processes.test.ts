@@ -4,9 +4,9 @@
  * are appended in a shuffled order while they run, 10 % handler failures, a few deliveries that
  * always fail (dead-lettered: their conversation must go on), and one worker killed with SIGKILL
  * mid-run. Per conversation: starts in created_at order among what was present, never two at
- * once; 0 lost, 0 succeeded twice. Scaled down to 40 conversations × 10 messages to stay within
- * seconds; `npm run order:run` is the full 100 × 20 (scripts/order-run.mjs). On PostgresInbox
- * once more with inboxes given the ordering (`filed`): the takes place what the appends filed.
+ * once; 0 lost, 0 succeeded twice. The full size of `npm run order:run` (100 conversations × 20
+ * messages, scripts/order-run.mjs). On each engine once more with inboxes given the ordering
+ * (`filed`): the appends file each delivery and the takes place what they filed.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { describeWithPostgres, describeWithRedis } from '../support/services.js'
