@@ -159,7 +159,8 @@ export function adapt(client: unknown, what = 'RedisStore', replication?: Replic
   let running: Promise<void> | undefined
   let queued: Promise<number> | undefined
   const launch = (): Promise<number> => {
-    const round = Promise.all([run(FENCE, fenceKey, []), wait(replicas)]).then(([, acknowledged]) => Number(acknowledged))
+    // The fence goes by text: sent by SHA-1, a NOSCRIPT would put it on the wire after its WAIT.
+    const round = Promise.all([byText(FENCE, fenceKey, []), wait(replicas)]).then(([, acknowledged]) => Number(acknowledged))
     const settled = round.then(() => undefined, () => undefined)
     running = settled
     void settled.then(() => {

@@ -11,6 +11,7 @@
  * the same 50/s so each scenario takes about 15 s; Sentinel's down-after-milliseconds is 5 s, so
  * the switch takes about 6 s, as the issue's measurements.
  */
+import { createHash } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { createClient } from 'redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -140,4 +141,64 @@ describeWithRedis('Acknowledged means replicated (`replicas`)', () => {
       await set.stop()
     }
   }, SCENARIO_MS)
+})
+
+describeWithRedis('`replicas` after the server lost its scripts (as a promoted replica has none)', () => {
+  let primary: RedisServer
+  let replica: RedisServer
+  beforeAll(async () => {
+    primary = await startRedisServer()
+    replica = await startRedisServer({ config: ['--replicaof', '127.0.0.1', String(primary.port)] })
+  })
+  afterAll(async () => {
+    await replica?.stop()
+    await primary?.stop()
+  })
+
+  it('a write sent again by text after NOSCRIPT is followed on the wire by a fence and a WAIT, and is on the replica when acknowledged', async () => {
+    const client = new Redis(primary.url)
+    const admin = new Redis(primary.url)
+    const copy = new Redis(replica.url)
+    try {
+      for (let waited = 0; waited < 10_000 && !/master_link_status:up/.test(await copy.info('replication')); waited += 50) await new Promise((r) => setTimeout(r, 50))
+      // What the client puts on the wire, in order: each script by its text, or by its SHA-1.
+      const sent: string[] = []
+      const texts = new Map<string, string>()
+      const label = (script: string) => (script.includes("'INCR'") ? 'fence' : 'script')
+      type Send = (...args: unknown[]) => Promise<unknown>
+      const evalText = client.eval.bind(client) as Send
+      const evalSha = client.evalsha.bind(client) as Send
+      const call = client.call.bind(client) as Send
+      client.eval = ((script: string, ...rest: unknown[]) => {
+        texts.set(createHash('sha1').update(script).digest('hex'), label(script))
+        sent.push(`${label(script)} by text`)
+        return evalText(script, ...rest)
+      }) as typeof client.eval
+      client.evalsha = ((sha: string, ...rest: unknown[]) => {
+        sent.push(`${texts.get(sha)} by sha`)
+        return evalSha(sha, ...rest)
+      }) as typeof client.evalsha
+      client.call = ((command: string, ...rest: unknown[]) => {
+        sent.push(command)
+        return call(command, ...rest)
+      }) as typeof client.call
+      const store = new RedisStore({ client, prefix: 'noscript:', replicas: 1 })
+      expect(await store.claim('first', 'me', 60_000)).toBe('claimed')
+      // The script's SHA-1 is ready a tick after its first use.
+      await new Promise((r) => setTimeout(r, 20))
+      await admin.call('SCRIPT', 'FLUSH')
+      sent.length = 0
+      expect(await store.claim('second', 'me', 60_000)).toBe('claimed')
+      const resent = sent.lastIndexOf('script by text')
+      expect(sent.slice(0, resent)).toContain('script by sha')
+      // A fence and a WAIT sent after the script's text: the acknowledgement covers the write.
+      expect(sent.slice(resent + 1)).toEqual(expect.arrayContaining(['fence by text', 'WAIT']))
+      expect(sent.slice(resent + 1).indexOf('fence by text')).toBeLessThan(sent.slice(resent + 1).indexOf('WAIT'))
+      expect(await copy.exists('noscript:second')).toBe(1)
+    } finally {
+      client.disconnect()
+      admin.disconnect()
+      copy.disconnect()
+    }
+  })
 })
