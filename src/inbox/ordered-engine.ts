@@ -5,7 +5,7 @@
  * about appending, taking and acknowledging; the part about its scripts or statements.
  */
 import type { FilingInbox, InboxDelivery } from '../contracts/inbox.js'
-import { filingOf, filingToStore, readOrdering, type Ordering, type OrderingOption } from './ordering.js'
+import { filingOf, readOrdering, type Ordering, type OrderingOption } from './ordering.js'
 import type { Admission, FlowEngine, ModeEngine, OrderedTake, OrderedTakeOptions, OrderingEngine, PauseState, Placement, WorkerMode } from '../contracts/ordering.js'
 
 /** What an engine's ordering part offers: the calls below, and `placesInTake` where it can. */
@@ -34,11 +34,6 @@ export abstract class OrderedEngine implements OrderingEngine, FlowEngine, ModeE
 
   fileAt(event: unknown, delivery: Pick<InboxDelivery, 'keys' | 'receivedAt'>): { key: string; order: string } | undefined {
     return this.ordering && filingOf(this.ordering, event, delivery)
-  }
-
-  /** Where an append files `delivery`, to store with it; undefined without `ordering`. */
-  protected filingToStore(delivery: InboxDelivery): { key: string; order: string } | undefined {
-    return filingToStore(this.ordering, delivery)
   }
 
   get placesInTake(): boolean {

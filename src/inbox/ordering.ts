@@ -46,7 +46,9 @@ export interface InboxOrderingOption {
    * The worker's `ordering` (a key function such as `byConversation`, or `{ key, strict }`), given
    * to the inbox instead: every receiver appending to it files each delivery under its key and
    * order at once, so an ordered take places it without handing its body to a worker, and every
-   * worker on it runs ordered. Give every process's inbox the same ordering.
+   * worker on it runs ordered. Give every process's inbox the same ordering. PostgresInbox: the
+   * filing is kept in columns of this version, so run its `ensureTable()` (or
+   * `createInboxTableSql()`) first; an inbox without `ordering` appends as before.
    * @default none
    */
   ordering?: OrderingOption

@@ -70,7 +70,7 @@ import {
 } from '../contracts/inbox.js'
 import { DEFAULT_RETENTION_MS } from '../contracts/store.js'
 import { OrderedEngine } from './ordered-engine.js'
-import type { InboxOrderingOption, OrderingOption } from './ordering.js'
+import { filingToStore, type InboxOrderingOption } from './ordering.js'
 import { PostgresOrder, storedKey } from './postgres-order.js'
 import { orderMaintenanceSql } from './postgres-order-sql.js'
 import { flowStats } from './flow-stats.js'
@@ -119,14 +119,6 @@ export interface PostgresInboxOptions extends MaintenanceOptions, InboxOrderingO
    * @default 2000
    */
   timeoutMs?: number
-  /**
-   * The workers' `ordering` (e.g. `byConversation`), given to the inbox: each append stores where
-   * its delivery is filed (key and order), and a worker's ordered take places it in the database
-   * without reading its body. Appending filings needs the columns of this version: run its
-   * `ensureTable()` (or `createInboxTableSql()`) first. An inbox without it appends as before.
-   * @default none
-   */
-  ordering?: OrderingOption
 }
 
 /** A deliveries row as the statements return it. */
@@ -282,7 +274,7 @@ export class PostgresInbox extends OrderedEngine implements WebhookInbox {
       throw new TypeError('svc-webhooks: PostgresInbox.append needs a delivery with at least one key.')
     }
     const values = [keys[0], [...keys], entry.endpoint, entry.id, entry.timestamp, entry.signatureVersion, entry.secretIndex, entry.rawBody, entry.receivedAt, entry.traceparent ?? null]
-    const filed = this.filingToStore(entry)
+    const filed = filingToStore(this.ordering, entry)
     const text = filed ? this.sql.appendFiled : this.sql.append
     if (filed) values.push(storedKey(filed.key), filed.order)
     const single = new Set(keys).size === 1

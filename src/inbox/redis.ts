@@ -65,7 +65,7 @@ import { DEFAULT_PREFIX, LEGACY_PREFIX, legacyWarnings } from './redis-move.js'
 import { APPEND, BURY, COMPLETE, DEAD, EXTEND, EXTRA, PURGE, RELEASE, REQUEUE, RETRY, SETTINGS, STATS, TAKE } from './redis-scripts.js'
 import { RedisOrder } from './redis-order.js'
 import { OrderedEngine } from './ordered-engine.js'
-import type { InboxOrderingOption } from './ordering.js'
+import { filingToStore, type InboxOrderingOption } from './ordering.js'
 import { flowStats } from './flow-stats.js'
 
 /** Options of {@link RedisInbox}. */
@@ -283,7 +283,7 @@ export class RedisInbox extends OrderedEngine implements WebhookInbox {
     // The token lets a repeated attempt (a retry after a dropped connection) recognise its own append.
     const token = crypto.randomUUID()
     const body = Buffer.from(rawBody.buffer, rawBody.byteOffset, rawBody.byteLength).toString('base64')
-    const filed = this.filingToStore(delivery)
+    const filed = filingToStore(this.ordering, delivery)
     const args = [token, JSON.stringify(keys), endpoint, id, String(timestamp), signatureVersion, String(secretIndex), body, String(receivedAt), delivery.traceparent ?? '', filed?.key ?? '', filed?.order ?? '', ...keys]
     const result = text(await this.call('append', APPEND, args, undefined, deadline))
     if (result === 'accepted' || result === 'duplicate') return result
