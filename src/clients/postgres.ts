@@ -1,7 +1,7 @@
 /**
- * What PostgresStore and PostgresInbox share: the client shape they take (a `pg` Pool or Client,
- * or anything with `query(text, values)`; `pg` is not a dependency) and the quoting of a table
- * option. Not a public entry: `svc-webhooks/postgres` re-exports the {@link PostgresQueryable} type.
+ * What PostgresStore, PostgresInbox and PostgresHistory share: the client shape they take (a `pg`
+ * Pool or Client, or anything with `query(text, values)`; `pg` is not a dependency), their
+ * statements prepared through `pg`, and the quoting of a table option. Not a public entry: `svc-webhooks/postgres` re-exports the {@link PostgresQueryable} type.
  */
 
 /** The part of a `pg` `Pool` or `Client` the store and the inbox use. */
@@ -77,4 +77,85 @@ export function standbyWarnings(row: { standbys?: unknown; sync_names?: unknown;
     return [`svc-webhooks: ${what}: synchronous_commit is ${String(row.synchronous_commit)}: commits do not wait for the synchronous standby, so a promote can lose what was answered 2xx. Set synchronous_commit to on or remote_apply.`]
   }
   return []
+}
+
+/** The `pg` query config of a named (prepared) statement. */
+interface NamedStatement {
+  name: string
+  text: string
+  values: unknown[]
+}
+
+/** What `pg`'s Pool and Client take besides `query(text, values)`: a query config with a name. */
+interface NamingQueryable {
+  query(statement: NamedStatement): Promise<{ rows: unknown[] }>
+}
+
+/**
+ * SQLSTATEs that say a prepared statement is not what the client believes, all raised before the
+ * statement ran: not prepared on this server connection (26000) or prepared there already (42P05),
+ * what a pooler in transaction mode does by handing the client another server connection
+ * (PgBouncer before 1.21, or without `max_prepared_statements`); a result that changed under it
+ * (0A000, "cached plan must not change result type", after an upgrade's DDL).
+ */
+const NOT_AS_PREPARED = new Set(['26000', '42P05', '0A000'])
+
+/** Whether `error` says a named statement is not what the client believes (nothing ran). */
+export function isNotAsPrepared(error: unknown): boolean {
+  return NOT_AS_PREPARED.has((error as { code?: unknown } | null)?.code as string)
+}
+
+/**
+ * A statement's name for the server: `svc_` and 16 hex digits of two FNV-1a hashes of its text,
+ * so one text has one name on every connection, and two texts (two tables, two versions) sharing
+ * a name would take a 64-bit collision. `pg` prepares a named statement once per connection and
+ * then only binds it: parsing, analysis and planning, which cost the server more than running
+ * most of these statements, happen once per connection instead of on every call.
+ */
+export function statementName(text: string): string {
+  let a = 0x811c9dc5
+  let b = 0x01000193 ^ text.length
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    a = Math.imul(a ^ c, 0x01000193)
+    b = Math.imul(b ^ c, 0x0100019d)
+  }
+  return `svc_${(a >>> 0).toString(16).padStart(8, '0')}${(b >>> 0).toString(16).padStart(8, '0')}`
+}
+
+/**
+ * Runs the statements of one store or inbox as named (prepared) statements through a `pg` Pool or
+ * Client, until the database says a name is not what the client believes (a pooler in
+ * transaction mode, an upgrade's DDL): from then on, every statement goes unnamed, and the one
+ * that met it is sent again unnamed (nothing ran). For statements outside a transaction: inside
+ * one, such an error would abort the whole transaction.
+ *
+ * @example
+ * const statements = new PreparedStatements(pool)
+ * const { rows } = await statements.query(pool, sql.take, [10, 30_000])
+ */
+export class PreparedStatements {
+  private named: boolean
+  private readonly names = new Map<string, string>()
+
+  /**
+   * `db`: what the statements go through. Only a `pg` Pool (it carries its `Client` class) or
+   * Client (`escapeLiteral`) is given a query config; anything else with `query(text, values)`
+   * gets exactly that, unnamed.
+   */
+  constructor(db: PostgresQueryable) {
+    const like = db as { Client?: unknown; escapeLiteral?: unknown }
+    this.named = typeof like.Client === 'function' || typeof like.escapeLiteral === 'function'
+  }
+
+  query(db: PostgresQueryable, text: string, values: unknown[]): Promise<{ rows: unknown[] }> {
+    if (!this.named) return db.query(text, values)
+    let name = this.names.get(text)
+    if (name === undefined) this.names.set(text, (name = statementName(text)))
+    return (db as unknown as NamingQueryable).query({ name, text, values }).catch((error: unknown) => {
+      if (!isNotAsPrepared(error)) throw error
+      this.named = false
+      return db.query(text, values)
+    })
+  }
 }

@@ -23,6 +23,7 @@ import { DEFAULT_RETENTION_MS } from '../contracts/store.js'
 import { processDelivery, type InboxWorkerResult } from '../inbox/process.js'
 import { positiveOption } from '../option-checks.js'
 import { withDeadline } from '../clients/deadline.js'
+import { isNotAsPrepared, statementName } from '../clients/postgres.js'
 import { appendToken, enginePolicy, fromJobData, toJobData, unavailable, type EngineProcessorOptions, type Settlement } from './job-data.js'
 
 export type { DeliveryJobData } from './job-data.js'
@@ -163,7 +164,7 @@ export class PgBossInbox implements WebhookInboxProducer {
  * it once and Postgres settles on a generic plan; the statement is pg-boss's own text, named by
  * its hash, so a changed text (another table, notify on) is another statement. A connection that
  * does not keep prepared statements (PgBouncer in transaction mode before 1.21) fails the named
- * statement with 26000 or 42P05 before inserting anything: the inbox then sends unnamed from
+ * statement before inserting anything (`isNotAsPrepared`): the inbox then sends unnamed from
  * there on, and the append's retry runs at once.
  */
 class PreparedSends {
@@ -176,8 +177,7 @@ class PreparedSends {
       executeSql: (text, values) => {
         if (this.off) return this.own.executeSql(text, values)
         return this.own.executeSql({ name: this.nameOf(text), text }, values).catch((error: unknown) => {
-          const code = (error as { code?: unknown } | null)?.code
-          if (code === '26000' || code === '42P05') this.off = true
+          if (isNotAsPrepared(error)) this.off = true
           throw error
         })
       },
@@ -206,7 +206,7 @@ class PreparedSends {
     if (name === undefined) {
       // One text per queue table and notify setting: a handful at most, bounded all the same.
       if (this.names.size >= 16) this.names.clear()
-      name = `svc_webhooks_send_${createHash('sha1').update(text, 'utf8').digest('hex').slice(0, 24)}`
+      name = statementName(text)
       this.names.set(text, name)
     }
     return name

@@ -6,7 +6,7 @@
  * answer's path. Trimming (the expired, the oldest past `maxEntries`, old refusal windows) rides
  * on a write at most once a minute, a slice at a time.
  */
-import { quoteTable, type PostgresQueryable } from '../clients/postgres.js'
+import { PreparedStatements, quoteTable, type PostgresQueryable } from '../clients/postgres.js'
 import { withDeadline } from '../clients/deadline.js'
 import { positiveOption } from '../option-checks.js'
 import { BatchedHistory } from './batcher.js'
@@ -94,6 +94,8 @@ function flat(r: HistoryRecord): Record<string, unknown> {
 export class PostgresHistory extends BatchedHistory {
   readonly table: string
   private readonly db: PostgresQueryable
+  /** Its statements go prepared, once per connection (src/clients/postgres.ts). */
+  private readonly statements: PreparedStatements
   private readonly sql: ReturnType<typeof historyStatements>
   private trimmedAt = -Infinity
 
@@ -104,6 +106,7 @@ export class PostgresHistory extends BatchedHistory {
     quoteTable(table, 'PostgresHistory')
     super('PostgresHistory', options, timeoutMs)
     this.db = pool
+    this.statements = new PreparedStatements(pool)
     this.table = table
     this.sql = historyStatements(table)
   }
@@ -114,7 +117,7 @@ export class PostgresHistory extends BatchedHistory {
   }
 
   private query(name: string, text: string, values: unknown[]): Promise<{ rows: unknown[] }> {
-    return withDeadline(`PostgresHistory.${name}`, this.timeoutMs, () => this.db.query(text, values))
+    return withDeadline(`PostgresHistory.${name}`, this.timeoutMs, () => this.statements.query(this.db, text, values))
   }
 
   protected async write(records: HistoryRecord[], refusals: RefusalCount[]): Promise<void> {

@@ -54,7 +54,7 @@
  *   `refused`; no answer within `timeoutMs` (down, restarting, a dropped connection) rejects with
  *   kind `unavailable`.
  */
-import { isPostgresRefusal, standbyWarnings, STANDBY_SETTINGS, type PostgresQueryable } from '../clients/postgres.js'
+import { isPostgresRefusal, PreparedStatements, standbyWarnings, STANDBY_SETTINGS, type PostgresQueryable } from '../clients/postgres.js'
 import { positiveOption } from '../option-checks.js'
 import { budget, inboxDeadline, unchecked } from '../clients/deadline.js'
 import { Maintenance, maintenanceSql, type MaintenanceOptions, type MaintenanceRound } from '../clients/postgres-maintenance.js'
@@ -181,6 +181,8 @@ export class PostgresInbox extends OrderedEngine implements WebhookInbox {
   readonly retentionMs: number
   readonly timeoutMs: number
   private readonly pool: PostgresPool
+  /** Every parameterized statement goes prepared, once per connection (src/clients/postgres.ts). */
+  private readonly statements: PreparedStatements
   private readonly sql: Statements
   /** Ordering and flow control (src/inbox/postgres-order.ts). */
   protected readonly order: PostgresOrder
@@ -207,13 +209,14 @@ export class PostgresInbox extends OrderedEngine implements WebhookInbox {
       pool.on?.('error', () => undefined)
     }
     this.pool = pool
+    this.statements = new PreparedStatements(pool)
     this.table = table
     this.retentionMs = retentionMs
     this.timeoutMs = timeoutMs
     this.order = new PostgresOrder({
       table,
       run: (what, attempt) => this.run(what, attempt),
-      query: (text, values) => this.pool.query(text, values),
+      query: (text, values) => this.statements.query(this.pool, text, values),
       entryOf: (row) => entryOf(row as Row),
     })
     // Processed keys past their retention, and the rows of ordering keys idle that long, go on
@@ -283,8 +286,9 @@ export class PostgresInbox extends OrderedEngine implements WebhookInbox {
     // the inbox once, and the sender's next try is answered 200 duplicate.
     const accepted = await this.run('append', () =>
       single
-        ? this.pool.query(text, values).then(isAccepted)
+        ? this.statements.query(this.pool, text, values).then(isAccepted)
         : this.transaction(async (db) => {
+            // Unnamed: a name the server lost would abort the transaction, not only the statement.
             const ok = isAccepted(await db.query(text, values))
             return { result: ok, commit: ok }
           }),
@@ -298,7 +302,7 @@ export class PostgresInbox extends OrderedEngine implements WebhookInbox {
     if (!(max >= 1)) return []
     const { rows } = await this.run(
       'take',
-      () => this.pool.query(this.sql.take, [Math.floor(max), visibilityMs]),
+      () => this.statements.query(this.pool, this.sql.take, [Math.floor(max), visibilityMs]),
       (late) => {
         // Nobody will run what a take leased after the deadline: without this the rows would
         // wait out the whole visibility timeout (a minute by default) before another take.
@@ -306,7 +310,7 @@ export class PostgresInbox extends OrderedEngine implements WebhookInbox {
         if (taken.length === 0) return
         const keys = taken.map((row) => row.keys[0])
         const leases = taken.map((row) => row.lease)
-        this.run('take', () => this.pool.query(this.sql.handBack, [keys, leases])).catch(() => undefined)
+        this.run('take', () => this.statements.query(this.pool, this.sql.handBack, [keys, leases])).catch(() => undefined)
       },
     )
     return (rows as Row[]).map(entryOf)
@@ -331,7 +335,7 @@ export class PostgresInbox extends OrderedEngine implements WebhookInbox {
   }
 
   async dead(limit = 100): Promise<DeadLetter[]> {
-    const { rows } = await this.run('dead', () => this.pool.query(this.sql.dead, [limit]))
+    const { rows } = await this.run('dead', () => this.statements.query(this.pool, this.sql.dead, [limit]))
     return (rows as Row[]).map((row) => ({ ...delivery(row), attempts: row.attempts, takes: row.takes, lastError: row.last_error ?? '', deadAt: Math.round(row.dead_ms!) }))
   }
 
@@ -390,7 +394,7 @@ export class PostgresInbox extends OrderedEngine implements WebhookInbox {
 
   /** The first row of a statement that always returns one. */
   private async first<T>(what: string, text: string, values: unknown[]): Promise<T> {
-    const { rows } = await this.run(what, () => this.pool.query(text, values))
+    const { rows } = await this.run(what, () => this.statements.query(this.pool, text, values))
     if (rows[0] === undefined) throw new InboxError('refused', `PostgresInbox.${what}`, `svc-webhooks: PostgresInbox.${what} got no row from the database.`)
     return rows[0] as T
   }

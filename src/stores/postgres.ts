@@ -9,7 +9,7 @@
 import type { ClaimResult, IdempotencyStore } from '../contracts/store.js'
 import { positiveOption } from '../option-checks.js'
 import { budget, unchecked, withDeadline } from '../clients/deadline.js'
-import { quoteTable, standbyWarnings, STANDBY_SETTINGS, type PostgresQueryable } from '../clients/postgres.js'
+import { PreparedStatements, quoteTable, standbyWarnings, STANDBY_SETTINGS, type PostgresQueryable } from '../clients/postgres.js'
 import { Maintenance, maintenanceSql, type MaintenanceOptions, type MaintenanceRound } from '../clients/postgres-maintenance.js'
 import { createTableSql, storeStatements, type StoreStatements } from './postgres-sql.js'
 
@@ -59,6 +59,8 @@ export class PostgresStore implements IdempotencyStore {
   readonly table: string
   readonly timeoutMs: number
   private readonly db: PostgresQueryable
+  /** Its statements go prepared, once per connection (src/clients/postgres.ts). */
+  private readonly statements: PreparedStatements
   private readonly sql: StoreStatements
   private readonly maintenance: Maintenance
 
@@ -75,6 +77,7 @@ export class PostgresStore implements IdempotencyStore {
     positiveOption(timeoutMs, 'PostgresStore `timeoutMs`')
     const t = quoteTable(table)
     this.db = db
+    this.statements = new PreparedStatements(db)
     this.table = table
     this.timeoutMs = timeoutMs
     this.sql = storeStatements(t)
@@ -120,14 +123,14 @@ export class PostgresStore implements IdempotencyStore {
    * await store.sweep() // from your own scheduler, with maintenanceIntervalMs: false
    */
   async sweep(limit = 10_000): Promise<number> {
-    const { rows } = await this.db.query(this.sql.sweep, [limit])
+    const { rows } = await this.statements.query(this.db, this.sql.sweep, [limit])
     return rows.length
   }
 
   async claim(key: string, owner: string, leaseMs: number, deadline?: number): Promise<ClaimResult> {
     const values = [key, owner, Math.max(1, Math.ceil(leaseMs))]
     try {
-      const { rows } = await withDeadline('PostgresStore.claim', budget(this.timeoutMs, deadline), () => this.db.query(this.sql.claim, values), { onLate: (late) => {
+      const { rows } = await withDeadline('PostgresStore.claim', budget(this.timeoutMs, deadline), () => this.statements.query(this.db, this.sql.claim, values), { onLate: (late) => {
         // The claim landed after we answered 503: give the id back so the retry is not held for a lease.
         if ((late.rows[0] as { state?: string } | undefined)?.state === 'claimed') this.release(key, owner).catch(() => undefined)
       } })
@@ -142,12 +145,12 @@ export class PostgresStore implements IdempotencyStore {
 
   async complete(key: string, owner: string, retentionMs: number, deadline?: number): Promise<boolean> {
     const values = [key, owner, Math.max(1, Math.ceil(retentionMs))]
-    const { rows } = await withDeadline('PostgresStore.complete', budget(this.timeoutMs, deadline), () => this.db.query(this.sql.complete, values))
+    const { rows } = await withDeadline('PostgresStore.complete', budget(this.timeoutMs, deadline), () => this.statements.query(this.db, this.sql.complete, values))
     return (rows[0] as { owned?: unknown } | undefined)?.owned === true
   }
 
   async release(key: string, owner: string): Promise<boolean> {
-    const { rows } = await withDeadline('PostgresStore.release', this.timeoutMs, () => this.db.query(this.sql.release, [key, owner]))
+    const { rows } = await withDeadline('PostgresStore.release', this.timeoutMs, () => this.statements.query(this.db, this.sql.release, [key, owner]))
     return rows.length > 0
   }
 
