@@ -27,6 +27,21 @@ export function quoteTable(table: unknown, owner = 'PostgresStore'): string {
 }
 
 /**
+ * `ddl`, the statements that create or upgrade `table` (a name `quoteTable` accepted), after a
+ * transaction-level advisory lock named after the table, to send as one query: the statements of
+ * one query run as one transaction, so processes that call `ensureTable()` at the same moment
+ * create the table one after the other, and each after the first finds it there. Racing, two
+ * `CREATE ... IF NOT EXISTS` can both miss the other's uncommitted table, and the loser fails
+ * with a unique violation on pg_type, 42P07 or 42710, by timing.
+ *
+ * @example
+ * await pool.query(serializedDdl('svc_webhooks_deliveries', createTableSql()))
+ */
+export function serializedDdl(table: string, ddl: string): string {
+  return `SELECT pg_advisory_xact_lock(hashtext('svc-webhooks ddl ${table}'));\n${ddl}`
+}
+
+/**
  * SQLSTATE classes that say "not now" rather than "never": connection exception (08), invalid
  * transaction state (25: a read-only transaction on a standby just after a failover), transaction
  * rollback (40: serialization failure, deadlock), insufficient resources (53), object not in

@@ -6,7 +6,7 @@
  * answer's path. Trimming (the expired, the oldest past `maxEntries`, old refusal windows) rides
  * on a write at most once a minute, a slice at a time.
  */
-import { PreparedStatements, quoteTable, type PostgresQueryable } from '../clients/postgres.js'
+import { PreparedStatements, quoteTable, serializedDdl, type PostgresQueryable } from '../clients/postgres.js'
 import { withDeadline } from '../clients/deadline.js'
 import { positiveOption } from '../option-checks.js'
 import { BatchedHistory } from './batcher.js'
@@ -113,7 +113,7 @@ export class PostgresHistory extends BatchedHistory {
 
   /** Creates the tables if they do not exist. */
   async ensureTable(): Promise<void> {
-    await this.db.query(createHistoryTableSql(this.table))
+    await this.db.query(serializedDdl(this.table, createHistoryTableSql(this.table)))
   }
 
   private query(name: string, text: string, values: unknown[]): Promise<{ rows: unknown[] }> {

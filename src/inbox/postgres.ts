@@ -54,7 +54,7 @@
  *   `refused`; no answer within `timeoutMs` (down, restarting, a dropped connection) rejects with
  *   kind `unavailable`.
  */
-import { isPostgresRefusal, PreparedStatements, standbyWarnings, STANDBY_SETTINGS, type PostgresQueryable } from '../clients/postgres.js'
+import { isPostgresRefusal, PreparedStatements, serializedDdl, standbyWarnings, STANDBY_SETTINGS, type PostgresQueryable } from '../clients/postgres.js'
 import { positiveOption } from '../option-checks.js'
 import { budget, inboxDeadline, unchecked } from '../clients/deadline.js'
 import { Maintenance, maintenanceSql, type MaintenanceOptions, type MaintenanceRound } from '../clients/postgres-maintenance.js'
@@ -257,7 +257,7 @@ export class PostgresInbox extends OrderedEngine implements WebhookInbox {
    * await new PostgresInbox({ pool }).ensureTable()
    */
   async ensureTable(): Promise<void> {
-    await this.run('ensureTable', () => this.pool.query(createInboxTableSql(this.table)))
+    await this.run('ensureTable', () => this.pool.query(serializedDdl(this.table, createInboxTableSql(this.table))))
   }
 
   /**

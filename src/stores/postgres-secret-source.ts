@@ -6,7 +6,7 @@
 import type { SecretSource, SecretState, SecretWriteCondition } from '../secrets/index.js'
 import { positiveOption } from '../option-checks.js'
 import { withDeadline } from '../clients/deadline.js'
-import { isPostgresRefusal, quoteTable, type PostgresQueryable } from '../clients/postgres.js'
+import { isPostgresRefusal, quoteTable, serializedDdl, type PostgresQueryable } from '../clients/postgres.js'
 import { secretStatements, type SecretStatements } from './postgres-sql.js'
 import { expectedVersion, parseState, sourceError, stateText } from './source-state.js'
 
@@ -41,8 +41,12 @@ export interface PostgresSecretSourceOptions {
   timeoutMs?: number
 }
 
-/** Two processes creating the table at once: the loser's unique violation (pg_type) or "already exists" is a success. */
-const ALREADY_CREATED = new Set(['23505', '42P07'])
+/**
+ * Two processes creating the table at once: what the loser meets is a success. Which error it is
+ * depends on when the winner's catalog rows became visible to it: a unique violation on pg_type
+ * (23505), "relation already exists" (42P07) or "type already exists" (42710).
+ */
+const ALREADY_CREATED = new Set(['23505', '42P07', '42710'])
 
 /**
  * A secret source in Postgres: `read()` selects the row named `name` with its `version`,
@@ -98,12 +102,17 @@ export class PostgresSecretSource implements SecretSource {
     const raced = (error: unknown): void => {
       if (!ALREADY_CREATED.has(String((error as { code?: unknown } | null)?.code))) throw error
     }
-    const created = this.db
-      .query(this.sql.create)
-      .then(() => undefined, raced)
-      // A table made before conditional writes: add its version column (a no-op when it is there).
-      .then(() => this.db.query(this.sql.migrate))
-      .then(() => undefined, raced)
+    // A table made before conditional writes gets its version column (a no-op when it is there).
+    // One transaction under the table's DDL lock. A process of an earlier version takes no lock
+    // and can still race it: then the table is there, and the statements run once more.
+    const ddl = serializedDdl(this.table, `${this.sql.create};\n${this.sql.migrate}`)
+    const created = this.db.query(ddl).then(
+      () => undefined,
+      (error: unknown) => {
+        raced(error)
+        return this.db.query(ddl).then(() => undefined)
+      },
+    )
     this.created = created
     // A failure is tried again by the next read or write.
     created.catch(() => (this.created === created ? (this.created = undefined) : undefined))

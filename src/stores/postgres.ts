@@ -9,7 +9,7 @@
 import type { ClaimResult, IdempotencyStore } from '../contracts/store.js'
 import { positiveOption } from '../option-checks.js'
 import { budget, unchecked, withDeadline } from '../clients/deadline.js'
-import { PreparedStatements, quoteTable, standbyWarnings, STANDBY_SETTINGS, type PostgresQueryable } from '../clients/postgres.js'
+import { PreparedStatements, quoteTable, serializedDdl, standbyWarnings, STANDBY_SETTINGS, type PostgresQueryable } from '../clients/postgres.js'
 import { Maintenance, maintenanceSql, type MaintenanceOptions, type MaintenanceRound } from '../clients/postgres-maintenance.js'
 import { createTableSql, storeStatements, type StoreStatements } from './postgres-sql.js'
 
@@ -113,7 +113,7 @@ export class PostgresStore implements IdempotencyStore {
    * await new PostgresStore({ pool }).ensureTable()
    */
   async ensureTable(): Promise<void> {
-    await this.db.query(createTableSql(this.table))
+    await this.db.query(serializedDdl(this.table, createTableSql(this.table)))
   }
 
   /**

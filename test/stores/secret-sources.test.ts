@@ -222,9 +222,15 @@ describeWithPostgres('PostgresSecretSource', () => {
   })
 
   it('many sources creating the table at once all succeed; createTable: false leaves it to migrations', async () => {
-    const sources = Array.from({ length: 8 }, (_, i) => new PostgresSecretSource({ pool, name: `ep_${i}`, table: 'racing_secrets' }))
-    await Promise.all(sources.map((s, i) => s.write({ secrets: [`svc_whsec_racing_${i}`] })))
-    expect(await sources[7]!.read()).toEqual({ secrets: ['svc_whsec_racing_7'], version: 1 })
+    // Sixteen at once, on twenty fresh tables: the loser of the race meets a unique violation,
+    // "relation already exists" or "type already exists" by when the winner's catalog rows
+    // became visible to it, and each of the three must count as created (8 sources on one table
+    // met the last of them only now and then: in one CI run of two, under Node 24).
+    for (let t = 0; t < 20; t++) {
+      const sources = Array.from({ length: 16 }, (_, i) => new PostgresSecretSource({ pool, name: `ep_${i}`, table: `racing_secrets_${t}` }))
+      await Promise.all(sources.map((s, i) => s.write({ secrets: [`svc_whsec_racing_${i}`] })))
+      expect(await sources[15]!.read()).toEqual({ secrets: ['svc_whsec_racing_15'], version: 1 })
+    }
     const unmade = new PostgresSecretSource({ pool, name: 'ep', table: 'migrated_secrets', createTable: false, timeoutMs: 300 })
     await expect(unmade.read()).rejects.toMatchObject({ name: 'SecretSourceError', message: expect.stringMatching(/refused by the server: .*does not exist/) })
     await pool.query(createSecretTableSql('migrated_secrets'))
