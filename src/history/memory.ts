@@ -24,11 +24,15 @@ const withoutBody = (entry: HistoryEntry): HistoryEntry => {
  * await history.list({ outcome: 'failed' })
  */
 export class MemoryHistory extends SettledHistory {
-  private readonly entries = new Map<string, HistoryEntry>()
-  /** Latest key of each id, for `get(id)` without an endpoint. */
-  private readonly latest = new Map<string, string>()
-  /** Keys in arrival order from `head`; `base` is the sequence number of `order[0]`. */
-  private order: string[] = []
+  /**
+   * Each id's newest entry: one lookup by the id alone, the string the record carries, for the
+   * common case of one endpoint per id. An entry of the same id made earlier for another endpoint
+   * moves to `others`, by member (keys.ts).
+   */
+  private readonly byId = new Map<string, HistoryEntry>()
+  private readonly others = new Map<string, HistoryEntry>()
+  /** Entries in arrival order from `head`; `base` is the sequence number of `order[0]`. Only trim removes one, from the front. */
+  private order: HistoryEntry[] = []
   private head = 0
   private base = 0
   private readonly tally = new RefusalTally()
@@ -39,13 +43,15 @@ export class MemoryHistory extends SettledHistory {
   }
 
   record(record: HistoryRecord): void {
-    const key = memberOf(record.endpoint, record.id)
-    const found = this.entries.get(key)
+    const newest = this.byId.get(record.id)
+    let found = newest
+    if (newest !== undefined && newest.endpoint !== record.endpoint) found = this.others.get(memberOf(record.endpoint, record.id))
     if (found) mergeRecord(found, record)
     else {
-      this.entries.set(key, mergeRecord(undefined, record))
-      this.order.push(key)
-      this.latest.set(record.id, key)
+      const entry = mergeRecord(undefined, record)
+      if (newest !== undefined) this.others.set(memberOf(newest.endpoint, newest.id), newest)
+      this.byId.set(record.id, entry)
+      this.order.push(entry)
       this.trim()
     }
     this.counts.recorded++
@@ -55,17 +61,17 @@ export class MemoryHistory extends SettledHistory {
     this.tally.add(code, claimedId, at)
   }
 
-  /** Drops the oldest past the bound or the retention; at most what was added plus the expired, each once. */
+  /**
+   * Drops the oldest past the bound or the retention; at most what was added plus the expired,
+   * each once. An id's newest entry is its last to go (the others arrived before it).
+   */
   private trim(): void {
     const oldest = this.now() - this.retentionMs
     while (this.head < this.order.length) {
-      const key = this.order[this.head]!
-      const found = this.entries.get(key)
-      if (found && this.entries.size <= this.maxEntries && found.updatedAt >= oldest) break
-      if (found) {
-        this.entries.delete(key)
-        if (this.latest.get(found.id) === key) this.latest.delete(found.id)
-      }
+      const entry = this.order[this.head]!
+      if (this.order.length - this.head <= this.maxEntries && entry.updatedAt >= oldest) break
+      if (this.byId.get(entry.id) === entry) this.byId.delete(entry.id)
+      else this.others.delete(memberOf(entry.endpoint, entry.id))
       this.head++
     }
     if (this.head > 1024 && this.head * 2 > this.order.length) {
@@ -82,8 +88,7 @@ export class MemoryHistory extends SettledHistory {
     if (after !== undefined) index = Math.min(index, Number(after[0]) - this.base - 1)
     const entries: HistoryEntry[] = []
     for (; index >= this.head; index--) {
-      const e = this.entries.get(this.order[index]!)
-      if (!e) continue
+      const e = this.order[index]!
       if (e.receivedAt < since || e.receivedAt >= until) continue
       if (query.endpoint !== undefined && e.endpoint !== query.endpoint) continue
       if (query.outcome !== undefined && e.outcome !== query.outcome) continue
@@ -95,8 +100,8 @@ export class MemoryHistory extends SettledHistory {
   }
 
   async get(id: string, endpoint?: string): Promise<HistoryEntry | undefined> {
-    const key = endpoint === undefined ? this.latest.get(id) : memberOf(endpoint, id)
-    const found = key === undefined ? undefined : this.entries.get(key)
+    let found = this.byId.get(id)
+    if (found !== undefined && endpoint !== undefined && found.endpoint !== endpoint) found = this.others.get(memberOf(endpoint, id))
     return found ? { ...found } : undefined
   }
 
@@ -111,7 +116,7 @@ export class MemoryHistory extends SettledHistory {
   }
 
   async size(): Promise<number> {
-    return this.entries.size
+    return this.order.length - this.head
   }
 
   async close(): Promise<void> {}
