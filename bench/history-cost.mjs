@@ -7,6 +7,10 @@
  * (process.cpuUsage) and the Redis server's (INFO cpu) are divided by the deliveries. Rounds
  * alternate the variants; the first is a warm-up.
  *
+ * Then MemoryHistory's storage alone: records of new deliveries given straight to `record()` of
+ * a history kept full (its default 10,000 entries, so each new entry also trims the oldest),
+ * 200,000 per round, in wall time per record (one process, no I/O), the median of the rounds.
+ *
  * Options: --rounds 4 --deliveries 30000.
  */
 import { freshDeliveries } from './fresh-deliveries.mjs'
@@ -60,6 +64,14 @@ try {
     const server = median(runs.map((m) => m.redis))
     console.log(`| ${name === 'none' ? 'without history' : name} | ${own.toFixed(1)} | ${name === 'none' ? '' : (own - none).toFixed(1)} | ${name === 'RedisHistory' ? server.toFixed(1) : ''} |`)
   }
+  const full = new MemoryHistory()
+  const perRecord = []
+  for (let round = 0; round <= rounds; round++) {
+    const started = process.hrtime.bigint()
+    for (let i = 0; i < 200_000; i++) full.record({ id: `evt_${round}_${i}`, endpoint: 'default', at: Date.now(), outcome: 'processed', status: 200, delivered: true, addAttempt: true, processed: true, error: null })
+    if (round > 0) perRecord.push(Number(process.hrtime.bigint() - started) / 200_000)
+  }
+  console.log(`\nMemoryHistory.record() into a full history (10,000 entries): ${Math.round(median(perRecord))} ns per record (rounds: ${perRecord.map(Math.round).join(', ')})`)
 } finally {
   client.disconnect()
   await redis.stop()
