@@ -325,6 +325,22 @@ describeWithRedis('RedisHistory', () => {
     expect((await client.zrange(`${prefix}i`, '0', '-1')).sort()).toEqual(members)
   })
 
+  it('writes a batch whose endpoint names hold a lone surrogate, NUL, quotes and backslashes, and finds their entries', async () => {
+    const history = new RedisHistory({ client: connect(server.url), prefix: `{odd-${Date.now()}}:`, log: false })
+    const odd = ['lone \uD800 high', 'lone \uDC00 low', 'nul \u0000 "quoted" \\ back', 'plain']
+    // What the client sends for a lone surrogate is U+FFFD's bytes: the name reads back so.
+    const readBack = ['lone \uFFFD high', 'lone \uFFFD low', odd[2], odd[3]]
+    for (const [i, endpoint] of odd.entries()) history.record({ id: `evt_${i}`, endpoint, at: Date.now() + i, outcome: 'processed', delivered: true })
+    await history.flush()
+    expect(history.stats()).toMatchObject({ recorded: odd.length, failed: 0 })
+    for (const [i, endpoint] of odd.entries()) {
+      const named = { id: `evt_${i}`, endpoint: readBack[i], outcome: 'processed' }
+      expect(await history.get(`evt_${i}`, endpoint)).toMatchObject(named)
+      expect(await history.get(`evt_${i}`)).toMatchObject(named)
+      expect((await history.list({ endpoint })).entries).toEqual([expect.objectContaining(named)])
+    }
+  })
+
   it('merges records as MemoryHistory does: in one batch or several, late, soft, errors, bodies, replays', async () => {
     const memory = new MemoryHistory({ keepBodies: true })
     const redis = new RedisHistory({ client: connect(server.url), prefix: `{merge-${Date.now()}}:`, keepBodies: true, log: false })
