@@ -72,7 +72,8 @@ async function main() {
     const servers = {}
     try {
       for (const variant of variants) {
-        servers[variant] = await startServer(variant === 'redis-stopped' ? 'redis' : variant, variant === 'redis-stopped' ? stopped.url : redis.url)
+        // The stopped server's receiver is RedisHistory's, on its own server.
+        servers[variant] = variant === 'redis-stopped' ? await startServer('redis', stopped.url) : await startServer(variant, redis.url)
         await load(servers[variant].port, warmup)
       }
       stopped?.pause()
