@@ -104,6 +104,15 @@ export interface OrderingEngine {
    * calling `place`, one round trip per batch fewer. An engine without it never gets `placements`.
    */
   readonly placesInTake?: boolean
+  /**
+   * Completes a head (as `WebhookInbox.complete`) and, in the same round trip, leases the next head
+   * of its key to the caller when a take would lease it now, so a worker going through a
+   * conversation needs no take between two of its messages. Never a suspect (a hand-out that
+   * ended without a result), nothing while paused. A repeat of the same completion (its reply
+   * lost) brings back the same next head. `chain` false: only completes. Engines without it: the
+   * worker completes and takes as usual.
+   */
+  completeNext?(entry: OrderedEntry, visibilityMs: number, chain: boolean): Promise<{ done: boolean; next?: OrderedEntry }>
 }
 
 /** A pause flag and a token bucket shared by every worker on one inbox. */

@@ -62,6 +62,10 @@ export interface OrderNames {
   /** The ordered take's function, and the one that also places what appends filed. */
   take: string
   takeFiled: string
+  /** The function that completes a head and leases its key's next one (`completeNext`). */
+  completeNext: string
+  /** The inbox's processed-keys table (postgres-sql.ts). */
+  keys: string
   /** The workers' mode marks (src/inbox/worker-mode.ts) and the function that claims one. */
   modes: string
   claimMode: string
@@ -77,6 +81,8 @@ export function orderNames(table: string): OrderNames {
     freed: quoteTable(`${table}_order_free`, 'PostgresInbox'),
     take: quoteTable(`${table}_take_ordered`, 'PostgresInbox'),
     takeFiled: quoteTable(`${table}_take_filed`, 'PostgresInbox'),
+    completeNext: quoteTable(`${table}_complete_next`, 'PostgresInbox'),
+    keys: quoteTable(`${table}_keys`, 'PostgresInbox'),
     modes: quoteTable(`${table}_modes`, 'PostgresInbox'),
     claimMode: quoteTable(`${table}_claim_mode`, 'PostgresInbox'),
     base: table.split('.').pop()!,
@@ -184,7 +190,95 @@ DO $$ BEGIN
   END IF;
 END $$;
 ${takeFunctionSql(table, false)}
-${takeFunctionSql(table, true)}`
+${takeFunctionSql(table, true)}
+${completeNextFunctionSql(table)}`
+}
+
+/**
+ * The statement that completes a delivery (postgres-sql.ts's `complete`), its key, lease and
+ * retention given as SQL: a statement's parameters, or the arguments of `<table>_complete_next`.
+ * Data-modifying CTEs always run to completion: the keys are marked processed whenever the
+ * delivery row was ours to delete. The outer SELECT reads the snapshot from before the
+ * statement, so its second test is true only for a repeat: this lease completed it before (a
+ * reply lost with a dropped connection, a database restart) and the keys are still kept.
+ * `deleted` says the row went now (not a repeat). `into`: plpgsql variables to read the two into.
+ */
+export function completeSql(table: string, key: string, lease: string, retention: string, into?: string): string {
+  const { deliveries: d, keys: k } = orderNames(table)
+  return `WITH done AS (
+  DELETE FROM ${d} WHERE key = ${key} AND lease = ${lease} AND state = 'queued' AND visible_at > now() RETURNING keys
+),
+processed AS (
+  UPDATE ${k} AS k SET processed_until = now() + ${ms(retention)}, completed_by = ${lease}
+  FROM done WHERE k.key = ANY (done.keys) AND k.delivery = ${key}
+  RETURNING 1
+)
+SELECT EXISTS (SELECT 1 FROM done)
+  OR EXISTS (SELECT 1 FROM ${k} WHERE key = ${key} AND delivery = ${key} AND completed_by = ${lease} AND processed_until > now()) AS done,
+  EXISTS (SELECT 1 FROM done) AS deleted${into ? `\n  INTO ${into}` : ''}`
+}
+
+/**
+ * `<table>_complete_next`: completes a head as `complete` does and, in the same round trip,
+ * leases the next head of its key to the caller, so a worker going through a conversation needs
+ * no ordered take between two of its messages (a take locks ready keys, finds each one's head
+ * and marks them, and with several workers passes over the keys another one holds). A plpgsql
+ * function for the same reason as the take: the completion's delete wakes the key under its row's lock (the
+ * `_order_done` trigger), and the next head is read by a *later* statement, whose snapshot sees
+ * every place and take of the key committed before that lock. The next head is leased only when
+ * a take would lease it now: due, nothing unplaced that could come before it (unfiled, or filed
+ * under this key), the inbox not paused (no other row of the key can be leased: the completed one
+ * was, and a take leases no row of a key with a row leased); and never a suspect
+ * (a hand-out that ended without a result: suspects run alone, through a take). Otherwise the key
+ * stays woken for the next take. The lease is derived from the completing one, so a repeat of the
+ * same completion (its reply lost) brings back the same next head instead of leasing another.
+ * Arguments: primary key, lease, retention ms, the key as stored, chain (false: complete only),
+ * visibility ms. One row: `done` (complete's answer), and the next head's columns, or NULLs.
+ */
+function completeNextFunctionSql(table: string): string {
+  const { deliveries: d, order: o, flow: f, completeNext } = orderNames(table)
+  const visibility = `interval '1 millisecond' * p_visibility_ms`
+  // Plain statements under IF, each planned once per session: one statement of CTEs would start
+  // up its data-modifying parts on every call, leasing something or not.
+  return `CREATE OR REPLACE FUNCTION ${completeNext}(p_key text, p_lease text, p_retention_ms float8, p_order_key text, p_chain boolean, p_visibility_ms float8)
+RETURNS TABLE (done boolean, ${TAKE_COLUMNS.replace('kind text, ', '')}) LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_deleted boolean;
+  v_head text;
+  v_next text := md5(p_lease || ':next')::uuid::text;
+BEGIN
+  ${completeSql(table, 'p_key', 'p_lease', 'p_retention_ms', 'done, v_deleted')};
+  IF NOT done OR NOT p_chain THEN
+    RETURN NEXT;
+    RETURN;
+  END IF;
+  IF NOT v_deleted THEN
+    -- A repeat: the head this lease's first completion leased, while still held.
+    RETURN QUERY SELECT true, ${columns('a')}, (a.order_at < o.last) FROM ${d} AS a LEFT JOIN ${o} AS o ON o.order_key = a.order_key
+      WHERE a.order_key = p_order_key AND a.state = 'queued' AND a.lease = v_next AND a.visible_at > now();
+    IF NOT FOUND THEN RETURN NEXT; END IF;
+    RETURN;
+  END IF;
+  -- The key's row is locked (the trigger woke it): what this statement reads was committed before.
+  SELECT h.key INTO v_head FROM ${d} AS h
+  WHERE h.order_key = p_order_key AND h.state = 'queued' AND (h.order_strict OR h.visible_at <= now())
+  ORDER BY h.order_at, h.key LIMIT 1;
+  IF v_head IS NULL
+    OR EXISTS (SELECT 1 FROM ${d} AS u WHERE u.state = 'queued' AND u.order_key IS NULL AND (u.filed_key IS NULL OR u.filed_key = p_order_key)
+      AND (u.visible_at <= now() OR (u.placing_until > now() AND u.visible_at > now())))
+    OR EXISTS (SELECT 1 FROM ${f} WHERE id = 1 AND paused) THEN
+    RETURN NEXT;
+    RETURN;
+  END IF;
+  RETURN QUERY WITH leased AS (
+    UPDATE ${d} AS d SET lease = v_next, visible_at = now() + ${visibility}, takes = d.takes + 1
+    WHERE d.key = v_head AND d.state = 'queued' AND d.visible_at <= now() AND d.takes <= d.attempts
+    RETURNING ${columns('d')}
+  )
+  SELECT true, leased.*, (leased.order_at < o.last) FROM leased LEFT JOIN ${o} AS o ON o.order_key = leased.order_key;
+  IF NOT FOUND THEN RETURN NEXT; END IF;
+END $fn$;`
 }
 
 /**
@@ -445,10 +539,10 @@ function columns(alias: string): string {
   return `${entryColumns(alias, { dead: false })}, ${alias}.order_key, ${alias}.order_at`
 }
 
-export type OrderStatements = Record<'take' | 'takeFiled' | 'place' | 'admit' | 'read' | 'refund' | 'setPause' | 'claimMode' | 'releaseMode', string>
+export type OrderStatements = Record<'take' | 'takeFiled' | 'completeNext' | 'place' | 'admit' | 'read' | 'refund' | 'setPause' | 'claimMode' | 'releaseMode', string>
 
 export function orderStatements(table: string): OrderStatements {
-  const { deliveries: d, order: o, flow: f, take: takeFunction, takeFiled, modes, claimMode } = orderNames(table)
+  const { deliveries: d, order: o, flow: f, take: takeFunction, takeFiled, completeNext, modes, claimMode } = orderNames(table)
   const avail = `LEAST($3::float8, COALESCE(t.tokens + GREATEST(0, extract(epoch FROM now() - t.refilled_at)) * $2::float8, $3::float8))`
   const granted = `GREATEST(0, LEAST($1::float8, floor(${avail})))`
   const pause = `t.paused, t.paused_by, COALESCE((extract(epoch FROM t.paused_since) * 1000)::float8, 0) AS since_ms, t.version`
@@ -457,6 +551,8 @@ export function orderStatements(table: string): OrderStatements {
     take: `SELECT * FROM ${takeFunction}($1::integer, $2::float8, $3::integer, $4::integer, $5::float8)`,
     // The same, $6 filing batch, $7 strict: places what appends filed first.
     takeFiled: `SELECT * FROM ${takeFiled}($1::integer, $2::float8, $3::integer, $4::integer, $5::float8, $6::integer, $7::boolean)`,
+    // $1 primary key, $2 lease, $3 retention ms, $4 the key as stored, $5 chain, $6 visibility ms.
+    completeNext: `SELECT * FROM ${completeNext}($1::text, $2::text, $3::float8, $4::text, $5::boolean, $6::float8)`,
     // $1 keys, $2 leases, $3 order keys, $4 orders, $5 strict. The placing lease must still be
     // held. Each key's row is created or woken, in key order (two places never wait on each other).
     place: `WITH placed AS (

@@ -3,7 +3,7 @@
  * statements of src/inbox/postgres-order-sql.ts. Kept apart from the inbox class, which hands it
  * its deadline-bound runner and its row reader.
  */
-import type { InboxEntry } from '../contracts/inbox.js'
+import { InboxError, type InboxEntry } from '../contracts/inbox.js'
 import type { Admission, OrderedEntry, OrderedTake, OrderedTakeOptions, PauseState, Placement, WorkerMode } from '../contracts/ordering.js'
 import { orderStatements, type OrderStatements } from './postgres-order-sql.js'
 import { tokenWaitMs } from './token-bucket.js'
@@ -30,6 +30,8 @@ export interface PostgresOrderHost {
   query(text: string, values: unknown[]): Promise<Rows>
   /** A row of the inbox's columns as an entry. */
   entryOf(row: unknown): InboxEntry
+  /** How long a completed delivery's keys are kept (the inbox's `retentionMs`). */
+  retentionMs: number
 }
 
 interface PauseRow {
@@ -62,6 +64,27 @@ export class PostgresOrder {
     if (place.length > 0) return { place, run: [], busy: false }
     const run: OrderedEntry[] = taken.filter((row) => row.kind === 'run').map((row) => ({ ...this.host.entryOf(row), orderKey: keyOfStored(row.order_key), late: row.late === true }))
     return { place: [], run, busy: taken.some((row) => row.kind === 'busy') }
+  }
+
+  /**
+   * `<table>_complete_next` (postgres-order-sql.ts); undefined when the table's statements are of
+   * a version without it (created by migrations not run again since): the caller completes as before.
+   */
+  async completeWithNext(entry: OrderedEntry, visibilityMs: number, chain: boolean): Promise<{ done: boolean; next?: OrderedEntry } | undefined> {
+    const values = [entry.keys[0], entry.lease, this.host.retentionMs, storedKey(entry.orderKey), chain, Math.max(1, Math.ceil(visibilityMs))]
+    const { rows } = await this.host.run('complete', () =>
+      this.host.query(this.sql.completeNext, values).catch((error: unknown) => {
+        // undefined_function: nothing ran.
+        if ((error as { code?: unknown } | null)?.code === '42883') return undefined
+        throw error
+      }),
+    ) ?? {}
+    if (rows === undefined) return undefined
+    const row = rows[0] as ({ done: boolean; order_key: string | null; late: boolean | null } & PlacingRow) | undefined
+    if (row === undefined) throw new InboxError('refused', 'PostgresInbox.complete', 'svc-webhooks: PostgresInbox.complete got no row from the database.')
+    if (row.done !== true) return { done: false }
+    if (row.order_key === null) return { done: true }
+    return { done: true, next: { ...this.host.entryOf(row), orderKey: keyOfStored(row.order_key), late: row.late === true } }
   }
 
   async place(placements: readonly Placement[]): Promise<boolean[]> {

@@ -4,7 +4,7 @@
  * Every clock reading is the database's `now()`.
  */
 import { quoteTable } from '../clients/postgres.js'
-import { createOrderingSql, entryColumns, flowColumns, sweepOrderCte } from './postgres-order-sql.js'
+import { completeSql, createOrderingSql, entryColumns, flowColumns, sweepOrderCte } from './postgres-order-sql.js'
 
 export const DEFAULT_TABLE = 'svc_webhooks_inbox'
 /** Room for the longest derived name, `<table>_keys_processed`, within Postgres's 63 bytes. */
@@ -168,20 +168,8 @@ RETURNING ${columns('d')}`,
     handBack: `UPDATE ${d} AS d SET lease = NULL, visible_at = now(), takes = GREATEST(d.takes - 1, 0)
 FROM unnest($1::text[], $2::text[]) AS late (key, lease)
 WHERE d.key = late.key AND d.lease = late.lease AND d.state = 'queued' AND d.visible_at > now()`,
-    // Data-modifying CTEs always run to completion: the keys are marked processed whenever the
-    // delivery row was ours to delete. The outer SELECT reads the snapshot from before the
-    // statement, so its second test is true only for a repeat: this lease completed it before
-    // (a reply lost with a dropped connection, a database restart) and the keys are still kept.
-    complete: `WITH done AS (
-  DELETE FROM ${d} WHERE key = $1 AND ${held} RETURNING keys
-),
-processed AS (
-  UPDATE ${k} AS k SET processed_until = now() + ${ms('$3')}, completed_by = $2
-  FROM done WHERE k.key = ANY (done.keys) AND k.delivery = $1
-  RETURNING 1
-)
-SELECT EXISTS (SELECT 1 FROM done)
-  OR EXISTS (SELECT 1 FROM ${k} WHERE key = $1 AND delivery = $1 AND completed_by = $2 AND processed_until > now()) AS done`,
+    // $1 primary key, $2 lease, $3 retention ms; a repeat by the same lease answers true (completeSql says how).
+    complete: completeSql(table, '$1', '$2', '$3'),
     // As for complete: acked_lease makes a repeat by the same lease answer true.
     retry: `WITH done AS (
   UPDATE ${d} SET attempts = attempts + 1, last_error = $3, lease = NULL, acked_lease = $2, visible_at = now() + ${ms('$4')}

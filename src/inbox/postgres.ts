@@ -74,6 +74,7 @@ import { filingToStore, type InboxOrderingOption } from './ordering.js'
 import { PostgresOrder, storedKey } from './postgres-order.js'
 import { orderMaintenanceSql } from './postgres-order-sql.js'
 import { flowStats } from './flow-stats.js'
+import type { OrderedEntry } from '../contracts/ordering.js'
 
 export { createInboxTableSql }
 
@@ -186,6 +187,8 @@ export class PostgresInbox extends OrderedEngine implements WebhookInbox {
   private readonly sql: Statements
   /** Ordering and flow control (src/inbox/postgres-order.ts). */
   protected readonly order: PostgresOrder
+  /** The table's statements lack `<table>_complete_next` (see completeNext): complete only. */
+  private withoutCompleteNext = false
   private readonly maintenance: Maintenance
 
   constructor({ pool, client, table = DEFAULT_TABLE, retentionMs = DEFAULT_RETENTION_MS, timeoutMs = 2000, ordering, ...maintenance }: PostgresInboxOptions) {
@@ -218,6 +221,7 @@ export class PostgresInbox extends OrderedEngine implements WebhookInbox {
       run: (what, attempt) => this.run(what, attempt),
       query: (text, values) => this.statements.query(this.pool, text, values),
       entryOf: (row) => entryOf(row as Row),
+      retentionMs,
     })
     // Processed keys past their retention, and the rows of ordering keys idle that long, go on
     // their own: no sweep() timer to forget.
@@ -318,6 +322,19 @@ export class PostgresInbox extends OrderedEngine implements WebhookInbox {
 
   async complete(entry: InboxEntry): Promise<boolean> {
     return this.done('complete', this.sql.complete, [entry.keys[0], entry.lease, this.retentionMs])
+  }
+
+  /**
+   * Completes a head of an ordered worker and leases its key's next head to it in the same round
+   * trip, when a take would lease it now (`OrderingEngine.completeNext`).
+   */
+  async completeNext(entry: OrderedEntry, visibilityMs: number, chain: boolean): Promise<{ done: boolean; next?: OrderedEntry }> {
+    if (!this.withoutCompleteNext) {
+      const done = await this.order.completeWithNext(entry, visibilityMs, chain)
+      if (done) return done
+      this.withoutCompleteNext = true
+    }
+    return { done: await this.complete(entry) }
   }
 
   async retry(entry: InboxEntry, delayMs: number, error: string): Promise<boolean> {

@@ -28,7 +28,7 @@ import { processDelivery, type InboxWorkerResult, type ProcessPolicy } from './p
 import { errorLabel, printable } from '../log-window.js'
 import type { EndpointWatch, EndpointWatcher, EndpointWatchView } from '../contracts/watch.js'
 import type { ReplayResult, WebhookHistory } from '../history/types.js'
-import type { OrderingEngine } from '../contracts/ordering.js'
+import type { OrderedEntry, OrderingEngine } from '../contracts/ordering.js'
 import { OrderedTaker, resolveOrdering, type OrderingOption } from './ordering.js'
 import { FlowGate, resolveRate, type RateLimit } from './flow.js'
 import { ModeGate } from './worker-mode.js'
@@ -219,6 +219,11 @@ const MAX_TAKE_PAUSE_MS = 30_000
 
 /** How long a delivery handed out to be placed stays leased to its placer. */
 const PLACE_LEASE_MS = 5_000
+/**
+ * Heads of one key a worker runs in a row through `completeNext` before its key goes back to the
+ * takes: a conversation that keeps getting messages does not keep a slot from the keys waiting.
+ */
+const MAX_CHAIN = 16
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -390,9 +395,14 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
   const { history } = options
   if (history !== undefined && typeof history?.processed !== 'function') throw new TypeError('svc-webhooks: createInboxWorker `history` must be a MemoryHistory, RedisHistory or PostgresHistory.')
   const ordering = resolveOrdering(options.ordering, inbox)
-  const flow = new FlowGate(inbox, resolveRate(options.rateLimit, inbox), lines.once)
+  const rate = resolveRate(options.rateLimit, inbox)
+  const flow = new FlowGate(inbox, rate, lines.once)
   // A worker that dies while placing holds up every key's heads for this long: kept short.
   const taker = ordering && new OrderedTaker(inbox as unknown as OrderingEngine, ordering, Math.min(PLACE_LEASE_MS, settings.visibilityTimeoutMs), (inbox as { ordering?: unknown }).ordering !== undefined)
+  // An engine that completes a head and leases its key's next one in one round trip; not under a
+  // rate limit, whose tokens only a take's admission draws.
+  const engine = inbox as unknown as Partial<OrderingEngine>
+  const chainer = taker && !rate && typeof engine.completeNext === 'function' ? (engine as Required<Pick<OrderingEngine, 'completeNext'>>) : undefined
   // Ordered and unordered workers never run side by side on one inbox (see worker-mode.ts).
   const mode = new ModeGate(inbox, ordering ? 'ordered' : 'unordered', settings.visibilityTimeoutMs, (text) => lines.say('mixed_ordering', text), inboxError)
 
@@ -451,13 +461,26 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
     return stalled > 0 && stalled <= maxStalledCount
   }
 
-  function begin(entry: InboxEntry, takenAt: number): void {
+  /** `chained`: heads of its key run in a row before this one through `completeNext`. */
+  function begin(entry: InboxEntry, takenAt: number, chained = 0): void {
     const lease = new Lease(entry, inbox, settings.visibilityTimeoutMs, now, takenAt)
     leases.add(lease)
     const stalled = stalledTakes(entry)
     const solo = runsAlone(entry)
+    /** The next head of its key, leased to this worker by its completion. */
+    let next: { entry: OrderedEntry; takenAt: number } | undefined
+    const ordered = chainer && (entry as Partial<OrderedEntry>).orderKey !== undefined ? (entry as OrderedEntry) : undefined
+    const complete = ordered
+      ? async () => {
+          const askedAt = now()
+          const done = await chainer!.completeNext(ordered, settings.visibilityTimeoutMs, running && chained < MAX_CHAIN)
+          // A repeat after a lost reply brings back the same next head.
+          if (done.next) next = { entry: done.next, takenAt: askedAt }
+          return done.done
+        }
+      : () => inbox.complete(entry)
     const acks = {
-      complete: () => lease.ack(() => inbox.complete(entry)),
+      complete: () => lease.ack(complete),
       retry: (delayMs: number, error: string) => lease.ack(() => inbox.retry(entry, delayMs, error)),
       bury: (error: string) => lease.ack(() => inbox.bury(entry, error)),
     }
@@ -486,8 +509,13 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
         lease.end()
         leases.delete(lease)
         active.delete(task)
-        // Its key may have a next head now: the next take looks at it at once.
-        if (taker) {
+        // The next head its completion leased runs in its slot, or goes back when stop() came
+        // meanwhile (stop() waits for this task, so for the hand-back too).
+        if (next) {
+          if (running) begin(next.entry, next.takenAt, chained + 1)
+          else return handBack(next.entry)
+        } else if (taker) {
+          // Its key may have a next head now: the next take looks at it at once.
           taker.finished(entry)
           wake?.()
         }

@@ -36,6 +36,16 @@ if (typeof anyInbox.takeOrdered === 'function') {
     return taken
   }
 }
+// A completion that leases its key's next head hands that head out as a take does.
+if (typeof anyInbox.completeNext === 'function') {
+  const completeNext = anyInbox.completeNext.bind(inbox)
+  anyInbox.completeNext = async (/** @type {any[]} */ ...args) => {
+    const at = now()
+    const done = await completeNext(...args)
+    if (done.next) write(`T ${done.next.id} ${process.pid} ${at}`)
+    return done
+  }
+}
 const take = anyInbox.take.bind(inbox)
 anyInbox.take = async (/** @type {any[]} */ ...args) => {
   const at = now()

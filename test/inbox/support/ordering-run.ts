@@ -50,6 +50,16 @@ export async function runScenario(inbox: WebhookInbox & OrderingEngine, scenario
     for (const entry of taken.run) takenAt.set(entry.id, at)
     return taken
   }
+  // A completion that leases its key's next head hands that head out as a take does.
+  const completeNext = inbox.completeNext?.bind(inbox)
+  if (completeNext) {
+    inbox.completeNext = async (...args) => {
+      const at = ++seq
+      const done = await completeNext(...args)
+      if (done.next) takenAt.set(done.next.id, at)
+      return done
+    }
+  }
   const deliveries: { id: string; key: string; order: string; appendedAt: number }[] = []
   const runs: { id: string; start: number; end: number; ok: boolean; late?: boolean; takenAt?: number }[] = []
   const attempts = new Map<string, number>()
