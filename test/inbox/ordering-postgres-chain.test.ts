@@ -109,8 +109,8 @@ describeWithPostgres('PostgresInbox.completeNext: a completion leases the next h
     expect((await head(inbox)).id).toBe('d1-1')
   })
 
-  it('an ordered worker goes through a conversation by its completions: one take hands out its first message', async () => {
-    const inbox = await conversation('chain_worker', 10)
+  it('an ordered worker goes through a conversation by its completions, 16 in a row, then its key goes back to the takes', async () => {
+    const inbox = await conversation('chain_worker', 40)
     const takeOrdered = inbox.takeOrdered.bind(inbox)
     let heads = 0
     inbox.takeOrdered = async (...args) => {
@@ -121,10 +121,11 @@ describeWithPostgres('PostgresInbox.completeNext: a completion leases the next h
     const ran: string[] = []
     const worker = createInboxWorker({ inbox, pollIntervalMs: 5, log: false, on: { 'message.received': async (_event, d) => void ran.push(d.id) } })
     worker.start()
-    for (let i = 0; i < 500 && ran.length < 10; i++) await sleep(10)
+    for (let i = 0; i < 1000 && ran.length < 40; i++) await sleep(10)
     await worker.stop()
-    expect(ran).toEqual(Array.from({ length: 10 }, (_, i) => `d${i}-1`))
-    expect(heads).toBe(1)
+    expect(ran).toEqual(Array.from({ length: 40 }, (_, i) => `d${i}-1`))
+    // Taken: messages 0, 17 and 34; each of the 16 after them came with a completion.
+    expect(heads).toBe(3)
   })
 
   it('a head handed to a worker after stop() was called goes back at once, not after its lease', async () => {
