@@ -28,7 +28,7 @@
  * the ordered take parks it again and looks at its key at once, which is how a retry coming due or
  * a crashed holder's lease ending frees the key.
  */
-import { PRELUDE_TEXT as PRELUDE, FIELDS_TEXT as FIELDS } from './redis-scripts.js'
+import { COMPLETE_HELD, PRELUDE_TEXT as PRELUDE, FIELDS_TEXT as FIELDS } from './redis-scripts.js'
 import { ORDER_WIDTH } from './ordering.js'
 
 /** 2^50 ms: far past any real time, and PARK + a time is still an exact double. */
@@ -320,6 +320,85 @@ many('ZADD', KEYS[1], heads)
 many('ZADD', KD, kd)
 many('ZREM', KD, kdGone)
 return { 'run', run }`)
+
+// ARGV: prefix, primary key, lease, retentionMs (the dedupe keys'), the ordering key, chain ('1'
+// or '0'), visibilityMs, the key's retention (its holder hash). Completes the head as COMPLETE does
+// and, with chain, leases the key's next head to the caller when a take would lease it now: the
+// inbox not paused, nothing being placed, nothing due in \`due\` (a delivery unplaced, or placed
+// and due again: the take's to look at), the first member of the key still of it, parked (not
+// retrying) and no suspect (a hand-out without a result: those run alone, through a take).
+// Otherwise the key is freed as the take would free it and looked at now. The next head's lease
+// is derived from the completed one, so a repeat (its reply lost) finds the same head. Replies
+// { 0 } (not held), { 1 } or { 1, row } (FIELDS, lease, primary key, key, late 0/1, as a take's).
+export const COMPLETE_NEXT = sent(`${PRELUDE}${COMPLETE_HELD}
+local PARK = ${PARK}
+local W = ${ORDER_WIDTH}
+local pk, lease, key = ARGV[2], ARGV[3], ARGV[5]
+local chain, vis, retention = ARGV[6] == '1', tonumber(ARGV[7]), tonumber(ARGV[8])
+local e = P .. 'e:' .. pk
+local now = clock()
+local O, H, KD = P .. 'o:' .. key, P .. 'oh:' .. key, P .. 'okdue'
+local nextLease = 'c' .. redis.sha1hex(lease)
+-- A head's reply row, as the take builds it.
+local function reply(hpk, order, last, f)
+  f[18] = nil
+  f[14] = nextLease
+  f[15] = hpk
+  f[16] = key
+  if last and order < last then f[17] = 1 else f[17] = 0 end
+  return { 1, f }
+end
+if not held(e, lease, now) then
+  if redis.call('GET', P .. 'k:' .. pk) ~= 'p:' .. lease then return { 0 } end
+  -- A repeat: the head the first completion leased, while still held.
+  local h = redis.call('HMGET', H, 'pk', 'lease', 'order', 'last')
+  if chain and h[2] == nextLease and held(P .. 'e:' .. h[1], nextLease, now) then
+    return reply(h[1], h[3], h[4], redis.call('HMGET', P .. 'e:' .. h[1], ${FIELDS}, 'state', 'lease', 'leaseUntil', 'okey', 'ostrict'))
+  end
+  return { 1 }
+end
+completeHeld(e, pk, lease)
+if not chain then return { 1 } end
+-- This delivery is the key's holder (a take or a completion leased it): its order is what a later,
+-- older arrival is late against, and its member goes.
+local h = redis.call('HMGET', H, 'pk', 'lease', 'last', 'order')
+if h[1] ~= pk or h[2] ~= lease or not h[4] then return { 1 } end
+local last = h[3]
+if not last or h[4] > last then last = h[4] end
+redis.call('ZREM', O, h[4] .. '|' .. pk)
+local function free()
+  redis.call('HDEL', H, 'pk', 'lease', 'order')
+  redis.call('HSET', H, 'last', last)
+  redis.call('PEXPIRE', H, retention)
+  redis.call('ZADD', KD, now, key)
+  return { 1 }
+end
+if redis.call('HGET', P .. 'flow', 'paused') == '1' then return free() end
+redis.call('ZREMRANGEBYSCORE', P .. 'placing', '-inf', now)
+if redis.call('ZCARD', P .. 'placing') > 0 then return free() end
+if #redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 1) > 0 then return free() end
+for _, m in ipairs(redis.call('ZRANGE', O, 0, 31)) do
+  local hpk = string.sub(m, W + 2)
+  local he = P .. 'e:' .. hpk
+  local f = redis.call('HMGET', he, ${FIELDS}, 'state', 'lease', 'leaseUntil', 'okey', 'ostrict')
+  if not f[14] or f[14] == 'dead' or f[17] ~= key then
+    -- Completed, buried, purged or placed again elsewhere: no longer of this key.
+    redis.call('ZREM', O, m)
+  else
+    local score = tonumber(redis.call('ZSCORE', KEYS[1], hpk)) or 0
+    local takes = tonumber(f[11]) or 0
+    if (f[15] and f[15] ~= '' and tonumber(f[16]) > now) or score < PARK or takes > (tonumber(f[9]) or 0) then return free() end
+    local order = string.sub(m, 1, W)
+    f[11] = takes + 1
+    redis.call('HSET', he, 'takes', f[11], 'lease', nextLease, 'leaseUntil', now + vis)
+    redis.call('ZADD', KEYS[1], now + vis, hpk)
+    redis.call('HSET', H, 'pk', hpk, 'lease', nextLease, 'order', order, 'last', last)
+    redis.call('PEXPIRE', H, retention)
+    redis.call('ZADD', KD, now + vis, key)
+    return reply(hpk, order, last, f)
+  end
+end
+return free()`)
 
 // ARGV: prefix, then a count of groups and per group: placing lease, strict ('1' or '0'), a count
 // and per delivery its key and member `<order>|<primary key>` (PLACE_ALL). Replies 1 or 0 each (0:

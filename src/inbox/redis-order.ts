@@ -5,7 +5,7 @@
  */
 import type { InboxEntry } from '../contracts/inbox.js'
 import type { Admission, OrderedEntry, OrderedTake, OrderedTakeOptions, PauseState, Placement, WorkerMode } from '../contracts/ordering.js'
-import { ADMIT, CLAIM_MODE, FLOW, PLACE, REFUND, RELEASE_MODE, SET_PAUSE, TAKE_ORDERED } from './redis-order-scripts.js'
+import { ADMIT, CLAIM_MODE, COMPLETE_NEXT, FLOW, PLACE, REFUND, RELEASE_MODE, SET_PAUSE, TAKE_ORDERED } from './redis-order-scripts.js'
 import { EXTRA, RELEASE } from './redis-scripts.js'
 import { ORDER_WIDTH } from './ordering.js'
 
@@ -77,6 +77,21 @@ export class RedisOrder {
       run.push(entry)
     }
     return { place: [], run, busy: false }
+  }
+
+  /** COMPLETE_NEXT (redis-order-scripts.ts): `completeRetentionMs` is how long the dedupe keys are kept. */
+  async completeWithNext(entry: OrderedEntry, visibilityMs: number, chain: boolean, completeRetentionMs: number): Promise<{ done: boolean; next?: OrderedEntry }> {
+    const args = [entry.keys[0]!, entry.lease, String(Math.ceil(completeRetentionMs)), entry.orderKey, chain ? '1' : '0', String(Math.max(1, Math.ceil(visibilityMs))), String(Math.ceil(this.retentionMs()))]
+    const reply = list(await this.call('complete', COMPLETE_NEXT, args))
+    if (Number(reply[0]) !== 1) return { done: false }
+    if (reply[1] === undefined) return { done: true }
+    const next = this.entryOf(reply[1]) as OrderedEntry | undefined
+    // A head nobody can read: left leased, it runs as a take's would be (the take's path buries it).
+    if (next === undefined) return { done: true }
+    const fields = list(reply[1])
+    next.orderKey = text(fields[EXTRA + 2])
+    next.late = Number(fields[EXTRA + 3]) === 1
+    return { done: true, next }
   }
 
   async place(placements: readonly Placement[]): Promise<boolean[]> {

@@ -89,21 +89,32 @@ redis.call('HSET', e, 'lease', '', 'leaseUntil', 0)
 redis.call('ZADD', KEYS[1], now, pk)
 return 1`
 
+/**
+ * `completeHeld(e, pk, lease)`: completes the entry `e` (primary key `pk`) its caller checked is
+ * held by `lease`: its dedupe keys marked processed by that lease for ARGV[4] ms (a repeat by the
+ * same lease then answers done), the entry gone. Shared by COMPLETE and the ordered completion
+ * that hands out the key's next head (redis-order-scripts.ts).
+ */
+export const COMPLETE_HELD = `local function completeHeld(e, pk, lease)
+  for _, key in ipairs(cjson.decode(redis.call('HGET', e, 'keys'))) do
+    redis.call('SET', P .. 'k:' .. key, 'p:' .. lease, 'PX', ARGV[4])
+  end
+  redis.call('DEL', e)
+  redis.call('ZREM', KEYS[1], pk)
+  redis.call('ZREM', P .. 'recv', pk)
+  redis.call('SREM', P .. 'retrying', pk)
+end
+`
+
 // ARGV: prefix, primary key, lease, retentionMs. A repeat by the same lease answers 1 again.
-export const COMPLETE = `${PRELUDE}
+export const COMPLETE = `${PRELUDE}${COMPLETE_HELD}
 local pk, lease = ARGV[2], ARGV[3]
 local e = P .. 'e:' .. pk
 if not held(e, lease, clock()) then
   if redis.call('GET', P .. 'k:' .. pk) == 'p:' .. lease then return 1 end
   return 0
 end
-for _, key in ipairs(cjson.decode(redis.call('HGET', e, 'keys'))) do
-  redis.call('SET', P .. 'k:' .. key, 'p:' .. lease, 'PX', ARGV[4])
-end
-redis.call('DEL', e)
-redis.call('ZREM', KEYS[1], pk)
-redis.call('ZREM', P .. 'recv', pk)
-redis.call('SREM', P .. 'retrying', pk)
+completeHeld(e, pk, lease)
 return 1`
 
 // ARGV: prefix, primary key, lease, delayMs, error. `retriedLease` makes a repeat answer 1.

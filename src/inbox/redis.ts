@@ -67,6 +67,7 @@ import { RedisOrder } from './redis-order.js'
 import { OrderedEngine } from './ordered-engine.js'
 import { filingToStore, type InboxOrderingOption } from './ordering.js'
 import { flowStats } from './flow-stats.js'
+import type { OrderedEntry } from '../contracts/ordering.js'
 
 /** Options of {@link RedisInbox}. */
 export interface RedisInboxOptions extends InboxOrderingOption {
@@ -332,6 +333,14 @@ export class RedisInbox extends OrderedEngine implements WebhookInbox {
 
   async complete(entry: InboxEntry): Promise<boolean> {
     return this.acked('complete', COMPLETE, [entry.keys[0]!, entry.lease, String(Math.ceil(this.retentionMs))])
+  }
+
+  /**
+   * Completes a head of an ordered worker and leases its key's next head to it in the same round
+   * trip, when a take would lease it now (`OrderingEngine.completeNext`).
+   */
+  completeNext(entry: OrderedEntry, visibilityMs: number, chain: boolean): Promise<{ done: boolean; next?: OrderedEntry }> {
+    return this.order.completeWithNext(entry, visibilityMs, chain, this.retentionMs)
   }
 
   async retry(entry: InboxEntry, delayMs: number, error: string): Promise<boolean> {

@@ -14,6 +14,7 @@ import { describeWithPostgres } from '../support/services.js'
 import { usePostgresServer } from '../support/postgres.js'
 import { messageBody } from '../../tools/order/run.mjs'
 import { delivery } from './support/ordering-run.js'
+import { chainThrough, workerChainsSixteen } from './support/chain-cases.js'
 
 const filed = { placeLeaseMs: 5_000, poke: [], filed: { strict: true } }
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -39,24 +40,7 @@ describeWithPostgres('PostgresInbox.completeNext: a completion leases the next h
 
   it('hands each next head to the completion of the one before, in order, until the key is empty', async () => {
     const inbox = await conversation('chain_order', 4)
-    let entry: OrderedEntry | undefined = await head(inbox)
-    const ran: string[] = []
-    while (entry) {
-      ran.push(entry.id)
-      expect(await leased('chain_order')).toEqual([entry.id])
-      const { done, next }: { done: boolean; next?: OrderedEntry } = await inbox.completeNext(entry, 60_000, true)
-      expect(done).toBe(true)
-      if (next) {
-        expect(next.orderKey).toBe(entry.orderKey)
-        expect(next.late).toBe(false)
-        expect(next.takes).toBe(1)
-      }
-      entry = next
-    }
-    expect(ran).toEqual(['d0-1', 'd1-1', 'd2-1', 'd3-1'])
-    expect((await inbox.stats()).depth).toBe(0)
-    // Completed: the sender's next try of one is a duplicate.
-    expect(await inbox.append(delivery('d2-1', messageBody(1, 2), Date.now()))).toBe('duplicate')
+    await chainThrough(inbox, await head(inbox), 4, async (entry) => expect(await leased('chain_order')).toEqual([entry.id]))
   })
 
   it('a repeat of the same completion (its reply lost) brings back the same next head, leased once', async () => {
@@ -110,22 +94,7 @@ describeWithPostgres('PostgresInbox.completeNext: a completion leases the next h
   })
 
   it('an ordered worker goes through a conversation by its completions, 16 in a row, then its key goes back to the takes', async () => {
-    const inbox = await conversation('chain_worker', 40)
-    const takeOrdered = inbox.takeOrdered.bind(inbox)
-    let heads = 0
-    inbox.takeOrdered = async (...args) => {
-      const taken = await takeOrdered(...args)
-      heads += taken.run.length
-      return taken
-    }
-    const ran: string[] = []
-    const worker = createInboxWorker({ inbox, pollIntervalMs: 5, log: false, on: { 'message.received': async (_event, d) => void ran.push(d.id) } })
-    worker.start()
-    for (let i = 0; i < 1000 && ran.length < 40; i++) await sleep(10)
-    await worker.stop()
-    expect(ran).toEqual(Array.from({ length: 40 }, (_, i) => `d${i}-1`))
-    // Taken: messages 0, 17 and 34; each of the 16 after them came with a completion.
-    expect(heads).toBe(3)
+    await workerChainsSixteen(await conversation('chain_worker', 40))
   })
 
   it('a head handed to a worker after stop() was called goes back at once, not after its lease', async () => {

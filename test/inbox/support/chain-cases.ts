@@ -1,0 +1,58 @@
+/**
+ * The cases of `completeNext` every engine that has it must pass (ordering-redis-chain.test.ts,
+ * ordering-postgres-chain.test.ts), on an inbox filing by conversation whose conversation 1 holds
+ * messages `d0-1` .. `d<n-1>-1`.
+ */
+import { expect } from 'vitest'
+import { createInboxWorker, type OrderedEntry, type OrderingEngine, type WebhookInbox } from 'svc-webhooks'
+import { messageBody } from '../../../tools/order/run.mjs'
+import { delivery } from './ordering-run.js'
+
+type ChainingInbox = WebhookInbox & OrderingEngine & Required<Pick<OrderingEngine, 'completeNext'>>
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/**
+ * From `first`, each completion hands out the next message, in order, until none is left; then
+ * the inbox is empty and a message sent again is a duplicate. `check` runs before each completion.
+ */
+export async function chainThrough(inbox: ChainingInbox, first: OrderedEntry, count: number, check?: (entry: OrderedEntry) => Promise<void>): Promise<void> {
+  let entry: OrderedEntry | undefined = first
+  const ran: string[] = []
+  while (entry) {
+    ran.push(entry.id)
+    await check?.(entry)
+    const { done, next }: { done: boolean; next?: OrderedEntry } = await inbox.completeNext(entry, 60_000, true)
+    expect(done).toBe(true)
+    if (next) {
+      expect(next.orderKey).toBe(entry.orderKey)
+      expect(next.late).toBe(false)
+      expect(next.takes).toBe(1)
+    }
+    entry = next
+  }
+  expect(ran).toEqual(Array.from({ length: count }, (_, i) => `d${i}-1`))
+  expect((await inbox.stats()).depth).toBe(0)
+  // Completed: the sender's next try of one is a duplicate.
+  expect(await inbox.append(delivery('d1-1', messageBody(1, 1), Date.now()))).toBe('duplicate')
+}
+
+/**
+ * A worker runs the conversation's 40 messages in order, three of them handed out by takes
+ * (0, 17 and 34): each of the 16 after them came with a completion.
+ */
+export async function workerChainsSixteen(inbox: ChainingInbox): Promise<void> {
+  const takeOrdered = inbox.takeOrdered.bind(inbox)
+  let heads = 0
+  inbox.takeOrdered = async (...args) => {
+    const taken = await takeOrdered(...args)
+    heads += taken.run.length
+    return taken
+  }
+  const ran: string[] = []
+  const worker = createInboxWorker({ inbox, pollIntervalMs: 5, log: false, on: { 'message.received': async (_event, d) => void ran.push(d.id) } })
+  worker.start()
+  for (let i = 0; i < 1000 && ran.length < 40; i++) await sleep(10)
+  await worker.stop()
+  expect(ran).toEqual(Array.from({ length: 40 }, (_, i) => `d${i}-1`))
+  expect(heads).toBe(3)
+}
