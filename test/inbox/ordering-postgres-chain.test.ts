@@ -14,7 +14,7 @@ import { describeWithPostgres } from '../support/services.js'
 import { usePostgresServer } from '../support/postgres.js'
 import { messageBody } from '../../tools/order/run.mjs'
 import { delivery } from './support/ordering-run.js'
-import { chainThrough, workerChainsSixteen } from './support/chain-cases.js'
+import { chainThrough, raceWithTakes, workerChainsSixteen } from './support/chain-cases.js'
 
 const filed = { placeLeaseMs: 5_000, poke: [], filed: { strict: true } }
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -41,6 +41,13 @@ describeWithPostgres('PostgresInbox.completeNext: a completion leases the next h
   it('hands each next head to the completion of the one before, in order, until the key is empty', async () => {
     const inbox = await conversation('chain_order', 4)
     await chainThrough(inbox, await head(inbox), 4, async (entry) => expect(await leased('chain_order')).toEqual([entry.id]))
+  })
+
+  it('a completion and four takes at once, on separate connections: the next head goes to one of them, 10 times', async () => {
+    for (let round = 0; round < 10; round++) {
+      const inbox = await conversation(`chain_race_${round}`, 3)
+      await raceWithTakes(inbox, await head(inbox), () => inbox.takeOrdered(5, 60_000, filed))
+    }
   })
 
   it('a repeat of the same completion (its reply lost) brings back the same next head, leased once', async () => {

@@ -13,7 +13,7 @@ import { describeWithRedis } from '../support/services.js'
 import { useRedisServer } from '../support/redis.js'
 import { messageBody } from '../../tools/order/run.mjs'
 import { delivery } from './support/ordering-run.js'
-import { chainThrough, workerChainsSixteen } from './support/chain-cases.js'
+import { chainThrough, raceWithTakes, workerChainsSixteen } from './support/chain-cases.js'
 
 const filed = { placeLeaseMs: 5_000, poke: [], filed: { strict: true } }
 
@@ -38,6 +38,14 @@ describeWithRedis('RedisInbox.completeNext: a completion leases the next head of
   it('hands each next head to the completion of the one before, in order, until the key is empty', async () => {
     const { inbox } = await conversation(4)
     await chainThrough(inbox, await head(inbox), 4)
+  })
+
+  it('a completion and four takes at once: the next head goes to one of them, 10 times', async () => {
+    for (let round = 0; round < 10; round++) {
+      const { inbox } = await conversation(3)
+      const first = await head(inbox)
+      await raceWithTakes(inbox, first, () => inbox.takeOrdered(5, 60_000, { ...filed, poke: [first.orderKey] }))
+    }
   })
 
   it('a repeat of the same completion (its reply lost) brings back the same next head; another lease gets nothing', async () => {

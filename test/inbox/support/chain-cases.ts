@@ -56,3 +56,16 @@ export async function workerChainsSixteen(inbox: ChainingInbox): Promise<void> {
   expect(ran).toEqual(Array.from({ length: 40 }, (_, i) => `d${i}-1`))
   expect(heads).toBe(3)
 }
+
+/**
+ * Two writers at once: the completion of `first` (which may hand out the key's next head) and
+ * four ordered takes race on separate connections; the next head goes to exactly one of them.
+ */
+export async function raceWithTakes(inbox: ChainingInbox, first: OrderedEntry, take: () => Promise<{ run: OrderedEntry[] }>): Promise<void> {
+  const [done, ...takes] = await Promise.all([inbox.completeNext(first, 60_000, true), take(), take(), take(), take()])
+  expect(done.done).toBe(true)
+  const handed = [...(done.next ? [done.next.id] : []), ...takes.flatMap((taken) => taken.run.map((entry) => entry.id))]
+  // Handed by the completion, or (when a take locked the key first) by a take: once either way.
+  if (handed.length === 0) handed.push(...(await take()).run.map((entry) => entry.id))
+  expect(handed).toEqual(['d1-1'])
+}
