@@ -9,12 +9,14 @@
 // sender's later retry would. It counts what the sender counts and what the handler saw:
 // consecutive non-2xx, permanent 4xx, lost (answered 2xx, never run), run twice.
 import { createServer } from 'node:http'
-import { createInboxWorker } from 'svc-webhooks'
+import { randomUUID } from 'node:crypto'
+import { byConversation, createInboxWorker } from 'svc-webhooks'
 import { createNodeHandler } from 'svc-webhooks/node'
 import { RedisInbox, RedisStore } from 'svc-webhooks/redis'
 import { startStandbyPair } from './postgres-standby.mjs'
 import { startSentinelSet } from './redis-sentinel.mjs'
 import { resendAll, sendAtRate } from './soak/sender.mjs'
+import { sampleEvent, serializeEvent } from 'svc-webhooks/testing'
 
 const SECRET = 'svc_whsec_failover'
 
@@ -36,6 +38,11 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
  * @property {Record<string, number>} statuses
  * @property {Record<string, number>} resendStatuses
  * @property {number} maxLatencyMs the slowest answer
+ * @property {number} [overlapping] with `ordering`: handler starts while another delivery of the same conversation ran
+ * @property {number} [outOfOrder] with `ordering`: starts of a message after a later one of its conversation had
+ *   been processed, without `delivery.late` (the key's record of what it processed was lost)
+ * @property {number} [late] with `ordering`: starts marked `delivery.late` (a resend or a retry of an older message)
+ * @property {number} [chained] with `ordering`: completions that brought the worker its conversation's next message
  */
 
 /**
@@ -53,15 +60,17 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
  *   config?: string[],
  *   receiver?: Record<string, unknown>,
  *   engine?: Record<string, unknown>,
+ *   ordering?: boolean,
  *   log?: (line: string) => void,
  * }} options `count` deliveries at `rate`/s, the fault as delivery `faultAt` is sent; `partitionMs`
  *   how long the partition lasts; `config` extra options for every Redis node; `receiver` extra
- *   receiver options (e.g. `engineWaitMs`); `engine` extra RedisStore/RedisInbox options
+ *   receiver options (e.g. `engineWaitMs`); `engine` extra RedisStore/RedisInbox options;
+ *   `ordering` (inbox path) the deliveries in 20 conversations and the worker ordered by conversation
  * @returns {Promise<FailoverFigures>}
  * @example
  * const figures = await runRedisFailover({ path: 'store', fault: 'kill' })
  */
-export async function runRedisFailover({ path, fault, count = 400, rate = 50, faultAt = 100, partitionMs = 10_000, downAfterMs = 5000, replicas = 2, config = [], receiver = {}, engine = {}, log = () => {} }) {
+export async function runRedisFailover({ path, fault, count = 400, rate = 50, faultAt = 100, partitionMs = 10_000, downAfterMs = 5000, replicas = 2, config = [], receiver = {}, engine = {}, ordering = false, log = () => {} }) {
   const { default: Redis } = await import('ioredis')
   const set = await startSentinelSet({ replicas, downAfterMs, config })
   /** @type {import('ioredis').Redis[]} */
@@ -82,6 +91,7 @@ export async function runRedisFailover({ path, fault, count = 400, rate = 50, fa
       rate,
       faultAt,
       receiver,
+      ordering,
       log,
       store: () => new RedisStore({ client: /** @type {any} */ (client()), ...engine }),
       inbox: () => new RedisInbox({ client: /** @type {any} */ (client()), ...engine }),
@@ -116,14 +126,14 @@ export async function runRedisFailover({ path, fault, count = 400, rate = 50, fa
  * (tools/postgres-standby.mjs): kill -9 of the primary, `pg_ctl promote` of the standby, the
  * proxy moved to it; the receiver's `pg.Pool` is never restarted.
  *
- * @param {{ path: 'store' | 'inbox', synchronous?: boolean, count?: number, rate?: number, faultAt?: number, promoteAfterMs?: number, receiver?: Record<string, unknown>, log?: (line: string) => void }} options
+ * @param {{ path: 'store' | 'inbox', synchronous?: boolean, count?: number, rate?: number, faultAt?: number, promoteAfterMs?: number, receiver?: Record<string, unknown>, ordering?: boolean, log?: (line: string) => void }} options
  *   `promoteAfterMs`: from the kill to `pg_ctl promote` (default 6000: about 6.5 s of failover,
  *   inside the 8 s the target promises and past what the package waited before)
  * @returns {Promise<FailoverFigures>}
  * @example
  * const figures = await runPostgresFailover({ path: 'inbox', synchronous: true })
  */
-export async function runPostgresFailover({ path, synchronous = true, count = 400, rate = 50, faultAt = 100, promoteAfterMs = 6000, receiver = {}, log = () => {} }) {
+export async function runPostgresFailover({ path, synchronous = true, count = 400, rate = 50, faultAt = 100, promoteAfterMs = 6000, receiver = {}, ordering = false, log = () => {} }) {
   const { default: pg } = await import('pg')
   const { PostgresInbox, PostgresStore } = await import('svc-webhooks/postgres')
   const pair = await startStandbyPair({ synchronous })
@@ -147,6 +157,7 @@ export async function runPostgresFailover({ path, synchronous = true, count = 40
       rate,
       faultAt,
       receiver,
+      ordering,
       log,
       store: () => store,
       inbox: () => new PostgresInbox({ pool: pool() }),
@@ -174,6 +185,7 @@ export async function runPostgresFailover({ path, synchronous = true, count = 40
  *   rate: number,
  *   faultAt: number,
  *   receiver: Record<string, unknown>,
+ *   ordering: boolean,
  *   log: (line: string) => void,
  *   store: () => any,
  *   inbox: () => any,
@@ -181,11 +193,13 @@ export async function runPostgresFailover({ path, synchronous = true, count = 40
  * }} options
  * @returns {Promise<FailoverFigures>}
  */
-async function experiment({ path, fault, count, rate, faultAt, receiver, store, inbox: makeInbox, inject }) {
+async function experiment({ path, fault, count, rate, faultAt, receiver, ordering, store, inbox: makeInbox, inject }) {
   /** @type {Map<string, number>} */
   const runs = new Map()
-  const handler = async (/** @type {unknown} */ _event, /** @type {{ id: string }} */ delivery) => {
+  const order = ordering ? orderChecks() : undefined
+  const handler = async (/** @type {any} */ event, /** @type {{ id: string, late?: boolean }} */ delivery) => {
     runs.set(delivery.id, (runs.get(delivery.id) ?? 0) + 1)
+    if (order) await order.run(event, delivery)
   }
   /** @type {{ stop: () => Promise<void> } | undefined} */
   let worker
@@ -197,7 +211,9 @@ async function experiment({ path, fault, count, rate, faultAt, receiver, store, 
   } else {
     inbox = makeInbox()
     handle = createNodeHandler({ secret: SECRET, inbox, log: false, ...receiver })
-    const w = createInboxWorker({ inbox: makeInbox(), on: { 'message.received': handler }, pollIntervalMs: 50, log: false })
+    const workerInbox = makeInbox()
+    if (order) order.count(workerInbox)
+    const w = createInboxWorker({ inbox: workerInbox, on: { 'message.received': handler }, pollIntervalMs: 50, log: false, ...(ordering && { ordering: byConversation }) })
     w.start()
     worker = w
   }
@@ -212,6 +228,7 @@ async function experiment({ path, fault, count, rate, faultAt, receiver, store, 
       secret: SECRET,
       count,
       rate,
+      ...(ordering && { make: conversationMessage }),
       onSchedule: (i) => {
         if (i === faultAt) injected = inject()
       },
@@ -243,11 +260,72 @@ async function experiment({ path, fault, count, rate, faultAt, receiver, store, 
       statuses: first.figures.statuses,
       resendStatuses: again.figures.statuses,
       maxLatencyMs: first.figures.latencyMs.max,
+      ...order?.figures,
     }
   } finally {
     await worker?.stop()
     server.closeAllConnections()
     await new Promise((resolve) => server.close(() => resolve(undefined)))
+  }
+}
+
+const CONVERSATIONS = 20
+const WRITTEN_FROM = Date.parse('2026-11-22T10:00:00Z')
+
+/**
+ * Delivery `index` of an ordered run: message `index` of conversation `index % 20`, written
+ * `index` ms after the first, so a conversation's messages are in the order they are sent.
+ *
+ * @param {number} index
+ */
+function conversationMessage(index) {
+  const event = sampleEvent('message.received')
+  event.conversation_id = `conversation-${index % CONVERSATIONS}`
+  event.message.chat_id = event.conversation_id
+  event.message.id = randomUUID()
+  event.message.text = `message ${index}`
+  event.message.created_at = new Date(WRITTEN_FROM + index).toISOString()
+  return { id: randomUUID(), index, body: serializeEvent(event) }
+}
+
+/**
+ * What an ordered run's handler sees, per conversation: a start while another delivery of it
+ * runs (overlapping), and a start of a message older than one of it already processed without
+ * `delivery.late` (out of order: the key's record of what it processed did not survive). Each run
+ * takes 5 ms, so two at once would overlap in time.
+ */
+function orderChecks() {
+  /** @type {Set<string>} */
+  const running = new Set()
+  /** @type {Map<string, number>} */
+  const processed = new Map()
+  const figures = { overlapping: 0, outOfOrder: 0, late: 0, chained: 0 }
+  return {
+    figures,
+    /** Counts the completions of `inbox` that hand out the next message. @param {any} inbox */
+    count(inbox) {
+      const completeNext = inbox.completeNext.bind(inbox)
+      inbox.completeNext = async (/** @type {unknown[]} */ ...args) => {
+        const done = await completeNext(...args)
+        if (done.next) figures.chained++
+        return done
+      }
+    },
+    /** @param {any} event @param {{ late?: boolean }} delivery */
+    async run(event, delivery) {
+      const key = event.conversation_id
+      const index = Number(/message (\d+)$/.exec(event.message.text)?.[1])
+      if (running.has(key)) figures.overlapping++
+      if (delivery.late) figures.late++
+      else if ((processed.get(key) ?? -1) > index) figures.outOfOrder++
+      running.add(key)
+      try {
+        await sleep(5)
+      } finally {
+        running.delete(key)
+      }
+      processed.set(key, Math.max(processed.get(key) ?? -1, index))
+    },
   }
 }
 

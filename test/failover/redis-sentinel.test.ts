@@ -52,6 +52,15 @@ describeWithRedis('Redis Sentinel failover inside the sender\'s window', () => {
       expect(figures).toMatchObject({ maxConsecutiveFailures: 0, permanent: 0, neverDelivered: 0, lost: 0, twice: 0, resendFailures: 0 })
       expect(figures.maxLatencyMs).toBeLessThan(10_000)
     }, SCENARIO_MS)
+
+    it('RedisInbox + worker ordered by conversation (each completion leasing the next message): none lost, none run twice, never two of a conversation at once, none out of order', async () => {
+      const figures = await scenario({ path: 'inbox', fault: 'kill', ordering: true })
+      expect(figures.switchMs).toBeLessThan(8000)
+      expect(figures).toMatchObject({ maxConsecutiveFailures: 0, permanent: 0, neverDelivered: 0, lost: 0, twice: 0, resendFailures: 0, overlapping: 0, outOfOrder: 0 })
+      // The run goes through completions that lease the next message.
+      expect(figures.chained).toBeGreaterThan(0)
+      expect(figures.maxLatencyMs).toBeLessThan(10_000)
+    }, SCENARIO_MS)
   })
 })
 

@@ -5,8 +5,10 @@
  * brings back the same head; `chain: false` only completes and wakes the key for the takes. An
  * ordered worker goes through a conversation by these completions, not a take per message, and
  * gives back a head it was handed after stop(). A table whose statements lack the function (its
- * migrations not run again) still completes.
+ * migrations not run again) still completes. Postgres killed right after a chained message ran:
+ * its completion is retried across the restart and brings the next message, each run once.
  */
+import pg from 'pg'
 import { expect, it } from 'vitest'
 import { PostgresInbox } from 'svc-webhooks/postgres'
 import { byConversation, createInboxWorker, type OrderedEntry, type OrderedTake } from 'svc-webhooks'
@@ -14,7 +16,7 @@ import { describeWithPostgres } from '../support/services.js'
 import { usePostgresServer } from '../support/postgres.js'
 import { messageBody } from '../../tools/order/run.mjs'
 import { delivery } from './support/ordering-run.js'
-import { chainThrough, raceWithTakes, workerChainsSixteen } from './support/chain-cases.js'
+import { chainThrough, raceWithTakes, restartMidChain, workerChainsSixteen } from './support/chain-cases.js'
 
 const filed = { placeLeaseMs: 5_000, poke: [], filed: { strict: true } }
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -133,5 +135,21 @@ describeWithPostgres('PostgresInbox.completeNext: a completion leases the next h
     await postgres.pool.query('DROP FUNCTION chain_old_complete_next')
     expect(await inbox.completeNext(first, 60_000, true)).toEqual({ done: true })
     expect((await head(inbox)).id).toBe('d1-1')
+  })
+
+  // Last in the file: the shared server is killed and started again.
+  it('Postgres killed right after a chained message ran: its completion is retried across the restart, and the conversation runs on in order, each message once', { timeout: 60_000 }, async () => {
+    const pool = new pg.Pool({ connectionString: postgres.server.url, max: 4 })
+    // The idle connections of both pools die with the server: pg reports each here and drops it.
+    pool.on('error', () => {})
+    postgres.pool.on('error', () => {})
+    try {
+      const inbox = new PostgresInbox({ pool, table: 'chain_restart', maintenanceIntervalMs: false, ordering: byConversation })
+      await inbox.ensureTable()
+      for (let index = 7; index >= 0; index--) await inbox.append(delivery(`d${index}-1`, messageBody(1, index), Date.now()))
+      await restartMidChain(inbox, postgres.server)
+    } finally {
+      await pool.end()
+    }
   })
 })

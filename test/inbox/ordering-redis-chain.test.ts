@@ -3,9 +3,11 @@
  * of its key to the caller in the same script, only when a take would lease it now (not paused,
  * nothing unplaced, not a suspect); a repeat after a lost reply brings back the same head; `chain: false` only
  * completes and the key is taken at once. An ordered worker goes through a conversation by these
- * completions, 16 in a row. The same rules on Postgres: ordering-postgres-chain.test.ts.
+ * completions, 16 in a row, and on across a kill -9 and restart of its server right after a
+ * chained message ran. The same rules on Postgres: ordering-postgres-chain.test.ts.
  */
 import { randomUUID } from 'node:crypto'
+import { Redis } from 'ioredis'
 import { expect, it } from 'vitest'
 import { RedisInbox } from 'svc-webhooks/redis'
 import { byConversation, type OrderedEntry, type OrderedTake } from 'svc-webhooks'
@@ -13,7 +15,8 @@ import { describeWithRedis } from '../support/services.js'
 import { useRedisServer } from '../support/redis.js'
 import { messageBody } from '../../tools/order/run.mjs'
 import { delivery } from './support/ordering-run.js'
-import { chainThrough, raceWithTakes, workerChainsSixteen } from './support/chain-cases.js'
+import { chainThrough, raceWithTakes, restartMidChain, workerChainsSixteen } from './support/chain-cases.js'
+import { startRedisServer } from '../../tools/redis.mjs'
 
 const filed = { placeLeaseMs: 5_000, poke: [], filed: { strict: true } }
 
@@ -98,5 +101,20 @@ describeWithRedis('RedisInbox.completeNext: a completion leases the next head of
 
   it('an ordered worker goes through a conversation by its completions, 16 in a row, then its key goes back to the takes', async () => {
     await workerChainsSixteen((await conversation(40)).inbox)
+  })
+
+  it('redis-server killed (kill -9, appendfsync always) right after a chained message ran: its completion is retried across the restart, and the conversation runs on in order, each message once', { timeout: 60_000 }, async () => {
+    const server = await startRedisServer({ persist: true })
+    const client = new Redis(server.url)
+    // The restart is reported by the inbox's own calls, not as an unhandled error.
+    client.on('error', () => {})
+    try {
+      const inbox = new RedisInbox({ client, prefix: '{chain-restart}:', ordering: byConversation })
+      for (let index = 7; index >= 0; index--) await inbox.append(delivery(`d${index}-1`, messageBody(1, index), Date.now()))
+      await restartMidChain(inbox, server)
+    } finally {
+      client.disconnect()
+      await server.stop()
+    }
   })
 })

@@ -269,14 +269,15 @@ export async function simulateSender({ count, concurrency = 32, duplicateRate = 
  * deliveries in flight, as a service emitting a steady stream of events), and waits for all of
  * them to be delivered, dropped or stopped by the endpoint being disabled.
  *
- * @param {SenderRules & { count: number, rate: number, onSchedule?: (index: number) => void, deliveries?: Delivery[] }} options
+ * @param {SenderRules & { count: number, rate: number, onSchedule?: (index: number) => void, deliveries?: Delivery[], make?: (index: number) => Delivery }} options
  *   `rate` deliveries per second; `onSchedule` as each delivery is started; `deliveries` to send
- *   these again (a resend of each, same id and bytes) instead of `count` fresh ones
+ *   these again (a resend of each, same id and bytes) instead of `count` fresh ones; `make` to
+ *   make each fresh one (default {@link makeDelivery})
  * @returns {Promise<{ figures: SenderFigures, ids: string[], delivered: Set<string>, deliveries: Delivery[] }>}
  * @example
  * const { figures } = await sendAtRate({ urls: ['http://127.0.0.1:3000/webhooks/svc'], secret, count: 800, rate: 20, disableAfter: 20 })
  */
-export async function sendAtRate({ count, rate, onSchedule, deliveries: given, ...rules }) {
+export async function sendAtRate({ count, rate, onSchedule, deliveries: given, make = makeDelivery, ...rules }) {
   const { figures, send, finish } = createSender(rules)
   if (given) count = given.length
   figures.deliveries = count
@@ -293,7 +294,7 @@ export async function sendAtRate({ count, rate, onSchedule, deliveries: given, .
     // Scheduled against the start, so a slow turn of the event loop does not stretch the run.
     const wait = start + (i * 1000) / rate - performance.now()
     if (wait > 0) await sleep(wait)
-    const delivery = given?.[i] ?? makeDelivery(i)
+    const delivery = given?.[i] ?? make(i)
     ids.push(delivery.id)
     deliveries.push(delivery)
     if (figures.disabled) {

@@ -4,7 +4,7 @@
  * messages `d0-1` .. `d<n-1>-1`.
  */
 import { expect } from 'vitest'
-import { createInboxWorker, type OrderedEntry, type OrderingEngine, type WebhookInbox } from 'svc-webhooks'
+import { byConversation, createInboxWorker, type OrderedEntry, type OrderingEngine, type WebhookInbox } from 'svc-webhooks'
 import { messageBody } from '../../../tools/order/run.mjs'
 import { delivery } from './ordering-run.js'
 
@@ -68,4 +68,60 @@ export async function raceWithTakes(inbox: ChainingInbox, first: OrderedEntry, t
   // Handed by the completion, or (when a take locked the key first) by a take: once either way.
   if (handed.length === 0) handed.push(...(await take()).run.map((entry) => entry.id))
   expect(handed).toEqual(['d1-1'])
+}
+
+/**
+ * The engine's server killed right after a chained message ran, and started again 3 s later: an
+ * ordered worker goes through the conversation's 8 messages (`d0-1` .. `d7-1`, appended) in order,
+ * each once; the completion of d3-1 is retried across the restart and brings d4-1, so only d0-1
+ * comes by a take (a completion given up would leave d3-1 to be taken again once its lease ran out).
+ */
+export async function restartMidChain(inbox: ChainingInbox, server: { kill: () => Promise<void>; start: () => Promise<void> }): Promise<void> {
+  const chained: string[] = []
+  const completeNext = inbox.completeNext.bind(inbox)
+  inbox.completeNext = async (...args) => {
+    const done = await completeNext(...args)
+    if (done.next) chained.push(done.next.id)
+    return done
+  }
+  const taken: string[] = []
+  const takeOrdered = inbox.takeOrdered.bind(inbox)
+  inbox.takeOrdered = async (...args) => {
+    const take = await takeOrdered(...args)
+    taken.push(...take.run.map((entry) => entry.id))
+    return take
+  }
+  const ran: string[] = []
+  let restarted: Promise<void> | undefined
+  const visibilityTimeoutMs = 8000
+  const worker = createInboxWorker({
+    inbox,
+    ordering: byConversation,
+    pollIntervalMs: 20,
+    visibilityTimeoutMs,
+    log: false,
+    on: {
+      'message.received': async (_event, d) => {
+        ran.push(d.id)
+        // d3-1 came with d2-1's completion; its work is done, and the server goes down for 3 s before its completion.
+        if (d.id === 'd3-1' && restarted === undefined) {
+          await server.kill()
+          restarted = sleep(3000).then(() => server.start())
+        }
+      },
+    },
+  })
+  worker.start()
+  try {
+    for (let i = 0; i < 400 && ran.length < 8; i++) await sleep(50)
+    await restarted
+    // Past a lease: a message whose completion was given up would be taken and run again by now.
+    await sleep(visibilityTimeoutMs + 1500)
+  } finally {
+    await worker.stop()
+  }
+  expect(ran).toEqual(Array.from({ length: 8 }, (_, i) => `d${i}-1`))
+  expect(chained).toEqual(Array.from({ length: 7 }, (_, i) => `d${i + 1}-1`))
+  expect(taken).toEqual(['d0-1'])
+  expect((await inbox.stats()).depth).toBe(0)
 }
