@@ -1,7 +1,8 @@
 /**
  * One receiver process for `npm run bench:history` (bench/history.mjs): node:http with
  * svc-webhooks/node, and `history` none, MemoryHistory or RedisHistory (at the URL given), or
- * `redis-unsent`: RedisHistory whose batch write resolves at once, sending nothing; `inbox`,
+ * `redis-unsent`: RedisHistory whose batch write resolves at once, sending nothing; `redis-noop`:
+ * RedisHistory whose batch write sends every argument to a script that does nothing; `inbox`,
  * `inbox-memory`, `inbox-redis`: the same receiver appending to a RedisInbox.
  * Prints `{"port": n}` once listening; exits when stdin closes.
  */
@@ -16,11 +17,16 @@ const [kind, engine] = variant.startsWith('inbox') ? ['inbox', variant.slice('in
 const redis = async () => new (await import('ioredis')).default(redisUrl)
 let history
 if (engine === 'memory') history = new MemoryHistory()
-else if (engine === 'redis' || engine === 'redis-unsent') {
+else if (engine === 'redis' || engine === 'redis-unsent' || engine === 'redis-noop') {
   const { RedisHistory } = await import('svc-webhooks/redis')
   history = new RedisHistory({ client: await redis(), prefix: `{bench-${process.pid}}:` })
   // Every argument is still built (write() runs whole); only the call to Redis is skipped.
   if (engine === 'redis-unsent') history.call = async () => 1
+  // Every batch is encoded, sent and taken in by the server; the script stores nothing.
+  if (engine === 'redis-noop') {
+    const call = history.call.bind(history)
+    history.call = (name, script, args) => call(name, name === 'write' ? 'return 1' : script, args)
+  }
 } else if (engine !== 'none') throw new Error(`bench:history: unknown variant ${variant}`)
 let inbox
 if (kind === 'inbox') {
