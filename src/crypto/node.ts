@@ -10,18 +10,26 @@
  * about 0.45 µs; the two one-shot hashes cost about 0.9 µs in all at 400 B. Larger bodies,
  * and runtimes without `crypto.hash` (Node < 20.12), stream through `createHmac`, which never
  * copies the body. Both paths are checked against the same known-answer vectors.
+ *
+ * The module imports nothing: node:buffer and node:crypto come from `process.getBuiltinModule`
+ * (Node >= 20.16, Bun, Deno >= 2.1) when first needed. Static imports of node:buffer and
+ * node:module cost `import 'svc-webhooks'` about 0.6 ms, an ES module wrapper built for each, a
+ * twentieth of its time (`node scripts/import-cost.mjs`). A runtime without getBuiltinModule
+ * loads both by dynamic import at the first secret, and the calls made before they arrive answer
+ * with a promise, as the WebCrypto build's always do.
  */
-import { Buffer, isUtf8 } from 'node:buffer'
+import type { Buffer } from 'node:buffer'
 import type { KeyObject } from 'node:crypto'
-import { createRequire } from 'node:module'
 
 /** A secret imported once: the key for `createHmac`, and the pads of the one-shot path. */
 export interface SecretKey {
-  readonly key: KeyObject
+  key: KeyObject
   /** The key XOR 0x36, one SHA-256 block. */
-  readonly ipad: Buffer
+  ipad: Buffer
   /** The key XOR 0x5c, one block, then room for the inner digest. */
-  readonly outer: Buffer
+  outer: Buffer
+  /** Set while the built-ins are still loading (a runtime without getBuiltinModule): the key is filled in when it settles. */
+  pending?: Promise<void>
 }
 
 const BLOCK = 64
@@ -29,7 +37,12 @@ const BLOCK = 64
 const ONE_SHOT_MAX_BODY = 32 * 1024
 
 type NodeCrypto = typeof import('node:crypto')
+type NodeBuffer = typeof import('node:buffer')
+type GetBuiltin = (id: string) => unknown
 type OneShotHash = (algorithm: string, data: Uint8Array, outputEncoding: 'latin1' | 'hex') => string
+
+/** process.getBuiltinModule, where the runtime has it. */
+const getBuiltin = (globalThis as { process?: { getBuiltinModule?: GetBuiltin } }).process?.getBuiltinModule
 
 /**
  * node:crypto, loaded by the first secret rather than by the import: loading it takes about
@@ -37,23 +50,45 @@ type OneShotHash = (algorithm: string, data: Uint8Array, outputEncoding: 'latin1
  * verifies (a CLI command, a worker that only reads an inbox) should not pay it.
  */
 let nodeCrypto: NodeCrypto | undefined
+/** Set with `nodeCrypto`, or before it by {@link decodeUtf8}. */
+let nodeBuffer: NodeBuffer | undefined
 /** Set with `nodeCrypto`; a runtime without `hash` (Node < 20.12) streams every body. */
 let oneShotHash: OneShotHash | undefined
+/** The dynamic import of both, on a runtime without getBuiltinModule. */
+let loading: Promise<void> | undefined
+/** The strict UTF-8 decoder of a runtime without getBuiltinModule, made at its first use. */
+let strict: TextDecoder | undefined
 
-function loadCrypto(): NodeCrypto {
-  if (nodeCrypto) return nodeCrypto
-  const builtin = (process as { getBuiltinModule?: (id: string) => unknown }).getBuiltinModule
-  // Node < 20.16 has no getBuiltinModule. A built-in resolves the same from any base path, and
-  // `import.meta` would be a syntax error in the CommonJS build.
-  const load = builtin ? (id: string) => builtin(id) : createRequire('/')
-  nodeCrypto = load('node:crypto') as NodeCrypto
-  oneShotHash = typeof nodeCrypto.hash === 'function' ? (nodeCrypto.hash as OneShotHash) : undefined
-  return nodeCrypto
+function loaded(buffer: NodeBuffer, crypto: NodeCrypto): void {
+  nodeBuffer = buffer
+  nodeCrypto = crypto
+  oneShotHash = typeof crypto.hash === 'function' ? (crypto.hash as OneShotHash) : undefined
 }
+
+/** node:crypto now, or the promise of it on a runtime without getBuiltinModule (then loading, once). */
+function loadCrypto(): NodeCrypto | Promise<void> {
+  if (nodeCrypto) return nodeCrypto
+  if (getBuiltin) {
+    loaded(getBuiltin('node:buffer') as NodeBuffer, getBuiltin('node:crypto') as NodeCrypto)
+    return nodeCrypto!
+  }
+  return (loading ??= Promise.all([import('node:buffer'), import('node:crypto')]).then(([buffer, crypto]) => loaded(buffer, crypto)))
+}
+
+/** node:buffer, once {@link loadCrypto} has loaded it (every caller holds a key imported by then). */
+const buffers = (): typeof Buffer => nodeBuffer!.Buffer
 
 /** Imports a secret once; the result is cached by the caller for the life of the options. */
 export function importSecret(secret: string): SecretKey {
   const crypto = loadCrypto()
+  if (crypto instanceof Promise) {
+    // Filled in when the built-ins arrive; until then each call waits for `pending`.
+    const key = { pending: crypto.then(() => void Object.assign(key, importSecret(secret), { pending: undefined })) } as SecretKey
+    // A failed load reaches the callers through `pending`; unawaited, it is no unhandled rejection.
+    key.pending!.catch(() => {})
+    return key
+  }
+  const Buffer = buffers()
   const bytes = Buffer.from(secret, 'utf8')
   const key = crypto.createSecretKey(bytes)
   // RFC 2104: a key longer than a block is hashed first.
@@ -70,7 +105,7 @@ export function importSecret(secret: string): SecretKey {
 }
 
 /** The inner hash's input, reused: the pad, the prefix and the body, laid out once per call. */
-let scratch = Buffer.alloc(0)
+let scratch: Buffer | undefined
 /** The key whose inner pad `scratch` starts with. */
 let padded: SecretKey | undefined
 
@@ -78,11 +113,12 @@ let padded: SecretKey | undefined
  * HMAC-SHA256(key, prefix || body) as 64 lowercase hex digits. Synchronous here; a promise in
  * the WebCrypto build. `prefix` is ASCII (id, timestamp, dots) and is fed as Latin-1.
  */
-export function hmacHex(key: SecretKey, prefix: string, body: Uint8Array): string {
+export function hmacHex(key: SecretKey, prefix: string, body: Uint8Array): string | Promise<string> {
+  if (key.pending) return key.pending.then(() => hmacHex(key, prefix, body))
   if (oneShotHash === undefined || body.byteLength > ONE_SHOT_MAX_BODY) return hmacHexStreamed(key, prefix, body)
   const length = BLOCK + prefix.length + body.byteLength
-  if (scratch.byteLength < length) {
-    scratch = Buffer.alloc(Math.max(length, 1024))
+  if (scratch === undefined || scratch.byteLength < length) {
+    scratch = buffers().alloc(Math.max(length, 1024))
     padded = undefined
   }
   if (padded !== key) {
@@ -104,8 +140,12 @@ export function hmacHex(key: SecretKey, prefix: string, body: Uint8Array): strin
  * compared in constant time: every one of the 64 characters is compared whatever the first
  * difference, and the result is read only at the end.
  */
-export function hmacMatches(key: SecretKey, prefix: string, body: Uint8Array, signatures: readonly string[]): boolean {
+export function hmacMatches(key: SecretKey, prefix: string, body: Uint8Array, signatures: readonly string[]): boolean | Promise<boolean> {
   const digest = hmacHex(key, prefix, body)
+  return typeof digest === 'string' ? matches(digest, signatures) : digest.then((hex) => matches(hex, signatures))
+}
+
+function matches(digest: string, signatures: readonly string[]): boolean {
   let found = false
   for (let j = 0; j < signatures.length; j++) {
     const sent = signatures[j]!
@@ -118,7 +158,7 @@ export function hmacMatches(key: SecretKey, prefix: string, body: Uint8Array, si
 
 /** The same HMAC through `createHmac`: two `update` calls, so the body is never copied. */
 export function hmacHexStreamed(key: SecretKey, prefix: string, body: Uint8Array): string {
-  return loadCrypto().createHmac('sha256', key.key).update(prefix, 'latin1').update(body).digest('hex')
+  return nodeCrypto!.createHmac('sha256', key.key).update(prefix, 'latin1').update(body).digest('hex')
 }
 
 /**
@@ -127,6 +167,10 @@ export function hmacHexStreamed(key: SecretKey, prefix: string, body: Uint8Array
  * then V8's decoder, without copying the bytes.
  */
 export function decodeUtf8(bytes: Uint8Array): string {
+  const built = (nodeBuffer ??= getBuiltin?.('node:buffer') as NodeBuffer | undefined)
+  // A runtime without getBuiltinModule, before the first secret: TextDecoder's own strict decoding.
+  if (built === undefined) return (strict ??= new TextDecoder('utf-8', { fatal: true })).decode(bytes)
+  const { Buffer, isUtf8 } = built
   if (!isUtf8(bytes)) throw new TypeError('The bytes are not valid UTF-8.')
   const buffer = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
   const bom = buffer.byteLength >= 3 && buffer[0] === 0xef && buffer[1] === 0xbb && buffer[2] === 0xbf ? 3 : 0
