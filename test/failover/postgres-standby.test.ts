@@ -32,6 +32,8 @@ describeWithPostgres('Postgres standby promoted inside the sender\'s window', ()
 
     it('PostgresInbox + worker ordered by conversation (each completion leasing the next message): none lost, none run twice, never two of a conversation at once, none out of order', async () => {
       const figures = await runPostgresFailover({ path: 'inbox', synchronous: true, ordering: true })
+      // Shown only when the test fails (vitest's silent: 'passed-only').
+      console.log(figures)
       expect(figures).toMatchObject({ maxConsecutiveFailures: 0, permanent: 0, neverDelivered: 0, lost: 0, twice: 0, resendFailures: 0, overlapping: 0, outOfOrder: 0 })
       // The run goes through completions that lease the next message.
       expect(figures.chained).toBeGreaterThan(0)
