@@ -24,11 +24,11 @@
  * arguments, but none of the script's work).
  */
 import { spawn } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { freshDeliveries } from './fresh-deliveries.mjs'
+import { cpuMsOf } from '../tools/order/run.mjs'
 import { startRedisServer } from '../tools/redis.mjs'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -41,9 +41,8 @@ const connections = option('--connections', 16)
 const median = (values) => [...values].sort((a, b) => a - b)[values.length >> 1]
 /** A process's CPU time so far in µs (user + system, from /proc), or undefined off Linux. */
 const cpuOf = (pid) => {
-  if (pid === undefined || !existsSync(`/proc/${pid}/stat`)) return undefined
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
-  return (Number(fields[11]) + Number(fields[12])) * (1e6 / 100)
+  const ms = cpuMsOf(pid)
+  return ms === undefined ? undefined : ms * 1000
 }
 
 async function startServer(variant, redisUrl) {

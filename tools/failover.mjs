@@ -15,7 +15,7 @@ import { createNodeHandler } from 'svc-webhooks/node'
 import { RedisInbox, RedisStore } from 'svc-webhooks/redis'
 import { startStandbyPair } from './postgres-standby.mjs'
 import { startSentinelSet } from './redis-sentinel.mjs'
-import { resendAll, sendAtRate } from './soak/sender.mjs'
+import { deliveryIndex, resendAll, sendAtRate } from './soak/sender.mjs'
 import { sampleEvent, serializeEvent } from 'svc-webhooks/testing'
 
 const SECRET = 'svc_whsec_failover'
@@ -314,7 +314,7 @@ function orderChecks() {
     /** @param {any} event @param {{ late?: boolean }} delivery */
     async run(event, delivery) {
       const key = event.conversation_id
-      const index = Number(/message (\d+)$/.exec(event.message.text)?.[1])
+      const index = deliveryIndex(event)
       if (running.has(key)) figures.overlapping++
       if (delivery.late) figures.late++
       else if ((processed.get(key) ?? -1) > index) figures.outOfOrder++
