@@ -39,6 +39,14 @@
  *   (retry, bury, a hand-back) or a dead letter is requeued.
  * - While any delivery is due unplaced or being placed, no head is handed out (the head of a key is
  *   the oldest of every delivery present, not only of those placed so far).
+ * - Both probes for an unplaced delivery (the take's, the chained completion's) are `PERFORM ...
+ *   ORDER BY visible_at LIMIT 1`, not `EXISTS (...)`, which drops an ORDER BY. Autovacuum
+ *   analyzes the table once a tenth of it changed; with the workers paused for a deployment, that
+ *   is a backlog in which every row is unplaced. Planned from those statistics, an EXISTS expected
+ *   a match at once in any index of the queued rows and, once they were placed, read all of them
+ *   to find none, on every completion and take (ordered workers at 59 % of unordered ones in
+ *   bench:order). In `visible_at` order only the unplaced rows' own index serves it without a
+ *   filter or a sort (test/inbox/ordering-postgres-plans.test.ts).
  * - An idle key's row (nothing queued, untouched for the retention) is deleted by the inbox's
  *   maintenance and by `sweep()`; any write that gives it work again touches `updated_at` under
  *   the row's lock, which the delete re-checks.
@@ -264,10 +272,15 @@ BEGIN
   SELECT h.key INTO v_head FROM ${d} AS h
   WHERE h.order_key = p_order_key AND h.state = 'queued' AND (h.order_strict OR h.visible_at <= now())
   ORDER BY h.order_at, h.key LIMIT 1;
-  IF v_head IS NULL
-    OR EXISTS (SELECT 1 FROM ${d} AS u WHERE u.state = 'queued' AND u.order_key IS NULL AND (u.filed_key IS NULL OR u.filed_key = p_order_key)
-      AND (u.visible_at <= now() OR (u.placing_until > now() AND u.visible_at > now())))
-    OR EXISTS (SELECT 1 FROM ${f} WHERE id = 1 AND paused) THEN
+  IF v_head IS NULL OR EXISTS (SELECT 1 FROM ${f} WHERE id = 1 AND paused) THEN
+    RETURN NEXT;
+    RETURN;
+  END IF;
+  -- Nothing unplaced that could come first: probed in the unplaced rows' index order (the file's header says why).
+  PERFORM 1 FROM ${d} AS u WHERE u.state = 'queued' AND u.order_key IS NULL AND (u.filed_key IS NULL OR u.filed_key = p_order_key)
+    AND (u.visible_at <= now() OR (u.placing_until > now() AND u.visible_at > now()))
+  ORDER BY u.visible_at LIMIT 1;
+  IF FOUND THEN
     RETURN NEXT;
     RETURN;
   END IF;
@@ -373,7 +386,9 @@ DECLARE
 BEGIN
   ${filed ? `-- Nearly every take of a filing inbox finds nothing unplaced: one probe of the unplaced rows'
   -- index then spares it the placing statement (its scan, locks and three writes set up for none).
-  IF EXISTS (SELECT 1 FROM ${d} WHERE state = 'queued' AND order_key IS NULL) THEN
+  -- In that index's order, not as an EXISTS (the file's header says why).
+  PERFORM 1 FROM ${d} WHERE state = 'queued' AND order_key IS NULL ORDER BY visible_at LIMIT 1;
+  IF FOUND THEN
     RETURN QUERY ${placing}
   END IF;` : `RETURN QUERY ${placing}`}
   IF FOUND OR max_heads <= 0 THEN RETURN; END IF;

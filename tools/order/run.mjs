@@ -77,20 +77,33 @@ function shuffle(list) {
   return list
 }
 
+/** ANALYZE every table of the database at `url`. */
+async function analyzeTables(url) {
+  const { default: pg } = await import('pg')
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    await client.query('ANALYZE')
+  } finally {
+    await client.end()
+  }
+}
+
 /**
  * @param {{
  *   engine: 'redis' | 'postgres', url: string, conversations: number, messages: number, workers?: number,
  *   concurrency?: number, failRate?: number, poison?: number, kill?: boolean, ordered?: boolean, handlerMs?: number,
  *   visibilityMs?: number, timeoutMs?: number, shuffled?: boolean, maxRetryAgeMs?: number, prefill?: boolean,
- *   filed?: boolean,
+ *   filed?: boolean, analyze?: boolean,
  * }} options
  *
  * `filed` (with `ordered`): the inboxes carry `ordering: byConversation`, so each append files its
  * delivery under its key and the workers take the ordering from their inbox; without it the
- * workers place every delivery.
+ * workers place every delivery. `analyze` (Postgres, with `prefill`): ANALYZE once the backlog is
+ * in, the statistics autovacuum takes of a backlog that filled while the workers were paused.
  */
 export async function runOrderedProcesses(options) {
-  const { engine, url, conversations, messages, workers = 3, concurrency = 10, failRate = 0.1, poison = 0, kill = true, ordered = true, handlerMs = 2, visibilityMs = 2000, timeoutMs = 120_000, shuffled = true, maxRetryAgeMs = 4000, prefill = false, filed = false } = options
+  const { engine, url, conversations, messages, workers = 3, concurrency = 10, failRate = 0.1, poison = 0, kill = true, ordered = true, handlerMs = 2, visibilityMs = 2000, timeoutMs = 120_000, shuffled = true, maxRetryAgeMs = 4000, prefill = false, filed = false, analyze = false } = options
   const dir = mkdtempSync(join(tmpdir(), 'svc-webhooks-order-'))
   const log = join(dir, 'runs.log')
   const { inbox, close } = await openInbox({ engine, url, ...(ordered && filed && { ordering: byConversation }) })
@@ -131,6 +144,7 @@ export async function runOrderedProcesses(options) {
   if (prefill) {
     await controller.pause('the order run fills the inbox')
     for (let i = 0; i < planned.length; i += 200) await Promise.all(planned.slice(i, i + 200).map(append))
+    if (analyze && engine === 'postgres') await analyzeTables(url)
   }
   const children = Array.from({ length: workers }, (_, i) => startChild({ name: `order worker ${i + 1}`, script: join(here, 'worker.mjs'), env }))
   let killedPid = -1

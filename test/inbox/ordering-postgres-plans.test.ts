@@ -1,0 +1,66 @@
+/**
+ * PostgresInbox's ordered statements read a handful of rows per delivery whatever the table's
+ * statistics say. Autovacuum analyzes the deliveries table when a tenth of it changed: with the
+ * workers paused during a deployment, that is a backlog in which every delivery is still unplaced.
+ * Planned from those statistics, a probe for "anything unplaced?" that scanned the queued rows
+ * in any index order expected a match at once, and read the whole placed backlog on every
+ * completion and every take (the ordered workers at 59 % of the unordered ones in
+ * `bench:order`). The probes now walk the unplaced rows' own index in its order.
+ */
+import { expect, it } from 'vitest'
+import { PostgresInbox } from 'svc-webhooks/postgres'
+import { byConversation, type OrderedEntry } from 'svc-webhooks'
+import { describeWithPostgres } from '../support/services.js'
+import { usePostgresServer } from '../support/postgres.js'
+import { messageBody } from '../../tools/order/run.mjs'
+import { delivery } from './support/ordering-run.js'
+
+const filed = { placeLeaseMs: 5_000, poke: [], filed: { strict: true } }
+const CONVERSATIONS = 40
+const MESSAGES = 50
+
+describeWithPostgres('PostgresInbox ordering: statements planned from a backlog statistics', () => {
+  // One connection: its backend's table counters are the ones read.
+  const postgres = usePostgresServer({ max: 1 })
+
+  /** Rows of `table` read so far by sequential and index scans, this backend's counts flushed first. */
+  async function rowsRead(table: string): Promise<number> {
+    await postgres.pool.query('SELECT pg_stat_force_next_flush()')
+    const { rows } = await postgres.pool.query('SELECT COALESCE(seq_tup_read, 0) + COALESCE(idx_tup_fetch, 0) AS n FROM pg_stat_user_tables WHERE relname = $1', [table])
+    return Number(rows[0].n)
+  }
+
+  it('a chained completion and a take read a few rows each, not the backlog, after ANALYZE saw every delivery unplaced', async () => {
+    const inbox = new PostgresInbox({ pool: postgres.pool, table: 'plans_backlog', maintenanceIntervalMs: false, ordering: byConversation })
+    await inbox.ensureTable()
+    for (let m = 0; m < MESSAGES; m++) {
+      for (let c = 0; c < CONVERSATIONS; c++) await inbox.append(delivery(`c${c}-m${m}`, messageBody(c, m), Date.now()))
+    }
+    // The statistics autovacuum takes of a paused backlog: every row queued and unplaced.
+    await postgres.pool.query('ANALYZE plans_backlog')
+    let heads: OrderedEntry[] = []
+    // Bounded: each take places up to a batch of the 2,000 filed deliveries.
+    for (let i = 0; i < 100 && heads.length === 0; i++) heads = (await inbox.takeOrdered(CONVERSATIONS, 60_000, filed)).run
+    expect(heads.length).toBeGreaterThan(0)
+
+    const before = await rowsRead('plans_backlog')
+    let completions = 0
+    for (const head of heads) {
+      let entry: OrderedEntry | undefined = head
+      // Bounded: a conversation has MESSAGES messages.
+      for (let m = 0; m < MESSAGES && entry !== undefined; m++) {
+        entry = (await inbox.completeNext(entry, 60_000, true)).next
+        completions++
+      }
+    }
+    const takes = 20
+    for (let i = 0; i < takes; i++) await inbox.takeOrdered(0, 60_000, filed)
+    const perCall = (await rowsRead('plans_backlog')) - before
+    // What a completion reads: its row, the next head's, and the versions its key's index entries
+    // still point to (about 22 rows a call here); a probe of the unplaced rows' index finds none.
+    // Planned to scan the queued rows instead, about 990 a call: half the 2,000-row backlog.
+    expect(completions).toBeGreaterThan(100)
+    expect(perCall / (completions + takes)).toBeLessThan(100)
+    inbox.close()
+  })
+})
