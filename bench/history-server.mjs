@@ -3,7 +3,8 @@
  * svc-webhooks/node, and `history` none, MemoryHistory or RedisHistory (at the URL given), or
  * `redis-unsent`: RedisHistory whose batch write resolves at once, sending nothing; `redis-noop`:
  * RedisHistory whose batch write sends every argument to a script that does nothing; `inbox`,
- * `inbox-memory`, `inbox-redis`: the same receiver appending to a RedisInbox.
+ * `inbox-memory`, `inbox-redis`: the same receiver appending to a RedisInbox; `store`,
+ * `store-memory`, `store-redis`: the same receiver deduplicating in a RedisStore.
  * Prints `{"port": n}` once listening; exits when stdin closes.
  */
 import { createServer } from 'node:http'
@@ -12,8 +13,9 @@ import { MemoryHistory } from 'svc-webhooks/history'
 
 const [variant, redisUrl] = process.argv.slice(2)
 const SECRET = 'svc_whsec_YmVuY2gtc2VjcmV0LWh0dHAtMzItYnl0ZXMtLS0'
-// `inbox-...`: the receiver appends each delivery to a RedisInbox (answers 202), as in production.
-const [kind, engine] = variant.startsWith('inbox') ? ['inbox', variant.slice('inbox-'.length) || 'none'] : ['direct', variant]
+// `inbox-...`: the receiver appends each delivery to a RedisInbox (answers 202), as in production;
+// `store-...`: it runs the handler itself, deduplicating in a RedisStore shared by its processes.
+const [kind, engine] = variant.startsWith('inbox') || variant.startsWith('store') ? [variant.slice(0, 5), variant.slice('inbox-'.length) || 'none'] : ['direct', variant]
 const redis = async () => new (await import('ioredis')).default(redisUrl)
 let history
 if (engine === 'memory') history = new MemoryHistory()
@@ -34,7 +36,13 @@ if (kind === 'inbox') {
   inbox = new RedisInbox({ client: await redis(), prefix: `{bench-inbox-${process.pid}}:` })
 }
 
-const handle = createNodeHandler({ secret: SECRET, on: { 'message.received': () => undefined }, log: false, ...(history && { history }), ...(inbox && { inbox }) })
+let store
+if (kind === 'store') {
+  const { RedisStore } = await import('svc-webhooks/redis')
+  store = new RedisStore({ client: await redis(), prefix: `{bench-store-${process.pid}}:` })
+}
+
+const handle = createNodeHandler({ secret: SECRET, on: { 'message.received': () => undefined }, log: false, ...(history && { history }), ...(inbox && { inbox }), ...(store && { store }) })
 const server = createServer(handle).listen(0, '127.0.0.1', () => console.log(JSON.stringify({ port: server.address().port })))
 process.stdin.resume()
 process.stdin.on('end', () => process.exit(0))
