@@ -18,11 +18,11 @@
  * Options: --duration 1 --warmup 3 --rounds 15 --connections 16. `--inbox` adds the production
  * receiver: appending to a RedisInbox (202), without history, with MemoryHistory and with
  * RedisHistory, each measured against the first; `--store` the same for a receiver that
- * deduplicates in a RedisStore (what several receiver processes share). `--split` adds two receivers that split what
- * RedisHistory costs: one whose RedisHistory builds every batch's arguments and sends nothing
- * (the receiver's own work: recording, batching, the arguments), and one whose batches go to a
- * script that does nothing (that work, the client's send and the server's intake of the
- * arguments, but none of the script's work).
+ * deduplicates in a RedisStore (what several receiver processes share). `--split` adds two
+ * receivers that split what RedisHistory costs: one whose RedisHistory builds every batch's
+ * arguments and sends nothing (the receiver's own work: recording, batching, the arguments), and
+ * one whose batches go to a script that does nothing (that work, the client's send and the
+ * server's intake of the arguments, but none of the script's work).
  */
 import { spawn } from 'node:child_process'
 import { dirname, join } from 'node:path'
