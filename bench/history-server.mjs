@@ -2,7 +2,9 @@
  * One receiver process for `npm run bench:history` (bench/history.mjs): node:http with
  * svc-webhooks/node, and `history` none, MemoryHistory or RedisHistory (at the URL given), or
  * `redis-unsent`: RedisHistory whose batch write resolves at once, sending nothing; `redis-noop`:
- * RedisHistory whose batch write sends every argument to a script that does nothing; `inbox`,
+ * RedisHistory whose batch write sends every argument to a script that does nothing;
+ * `redis-blob`: RedisHistory whose batch write is one XADD of the batch as one JSON string (the
+ * least any layout on Redis could send: nothing there can be listed or found by id); `inbox`,
  * `inbox-memory`, `inbox-redis`: the same receiver appending to a RedisInbox; `store`,
  * `store-memory`, `store-redis`: the same receiver deduplicating in a RedisStore.
  * Prints `{"port": n}` once listening; exits when stdin closes.
@@ -19,7 +21,14 @@ const [kind, engine] = variant.startsWith('inbox') || variant.startsWith('store'
 const redis = async () => new (await import('ioredis')).default(redisUrl)
 let history
 if (engine === 'memory') history = new MemoryHistory()
-else if (engine === 'redis' || engine === 'redis-unsent' || engine === 'redis-noop') {
+else if (engine === 'redis-blob') {
+  const { RedisHistory } = await import('svc-webhooks/redis')
+  const client = await redis()
+  history = new RedisHistory({ client, prefix: `{bench-${process.pid}}:` })
+  history.write = async (records) => {
+    await client.xadd(`{bench-${process.pid}}:log`, 'MAXLEN', '~', '2000', '*', 'b', JSON.stringify(records))
+  }
+} else if (engine === 'redis' || engine === 'redis-unsent' || engine === 'redis-noop') {
   const { RedisHistory } = await import('svc-webhooks/redis')
   history = new RedisHistory({ client: await redis(), prefix: `{bench-${process.pid}}:` })
   // Every argument is still built (write() runs whole); only the call to Redis is skipped.
