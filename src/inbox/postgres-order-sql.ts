@@ -39,14 +39,16 @@
  *   (retry, bury, a hand-back) or a dead letter is requeued.
  * - While any delivery is due unplaced or being placed, no head is handed out (the head of a key is
  *   the oldest of every delivery present, not only of those placed so far).
- * - Both probes for an unplaced delivery (the take's, the chained completion's) are `PERFORM ...
- *   ORDER BY visible_at LIMIT 1`, not `EXISTS (...)`, which drops an ORDER BY. Autovacuum
- *   analyzes the table once a tenth of it changed; with the workers paused for a deployment, that
- *   is a backlog in which every row is unplaced. Planned from those statistics, an EXISTS expected
- *   a match at once in any index of the queued rows and, once they were placed, read all of them
- *   to find none, on every completion and take (ordered workers at 59 % of unordered ones in
- *   bench:order). In `visible_at` order only the unplaced rows' own index serves it without a
- *   filter or a sort (test/inbox/ordering-postgres-plans.test.ts).
+ * - The probes for an unplaced delivery (the take's, the chained completion's) are `PERFORM ...
+ *   ORDER BY visible_at LIMIT 1`, not `EXISTS (...)`, which drops an ORDER BY, and the placing
+ *   statement's probe for a placing in progress (`placers`) a MATERIALIZED CTE in that order,
+ *   which an EXISTS over it cannot flatten. Autovacuum analyzes the table once a tenth of it
+ *   changed; with the workers paused for a deployment, that is a backlog in which every row is
+ *   unplaced. Planned from those statistics, an EXISTS expected a match at once in any index of
+ *   the queued rows and, once they were placed, read all of them to find none, on every
+ *   completion and take (ordered workers at 59 % of unordered ones in bench:order). In
+ *   `visible_at` order only the unplaced rows' own index serves a probe without a filter or a
+ *   sort (test/inbox/ordering-postgres-plans.test.ts).
  * - An idle key's row (nothing queued, untouched for the retention) is deleted by the inbox's
  *   maintenance and by `sweep()`; any write that gives it work again touches `updated_at` under
  *   the row's lock, which the delete re-checks.
@@ -356,8 +358,8 @@ function takeFunctionSql(table: string, filed: boolean): string {
     FROM (SELECT key FROM due WHERE NOT due.filed LIMIT place_batch) AS due WHERE d.key = due.key
     RETURNING ${placingColumns('d')}
   ),
-  placers AS (
-    ${unplaced} AND key NOT IN (SELECT key FROM due WHERE due.filed) LIMIT 1
+  placers AS MATERIALIZED (
+    ${unplaced} AND key NOT IN (SELECT key FROM due WHERE due.filed) ORDER BY visible_at LIMIT 1
   )
   SELECT 'place'::text, to_place.*, false FROM to_place
   UNION ALL
@@ -372,8 +374,8 @@ function takeFunctionSql(table: string, filed: boolean): string {
     FROM due WHERE d.key = due.key
     RETURNING ${placingColumns('d')}
   ),
-  placers AS (
-    ${unplaced} LIMIT 1
+  placers AS MATERIALIZED (
+    ${unplaced} ORDER BY visible_at LIMIT 1
   )
   SELECT 'place'::text, to_place.*, false FROM to_place
   UNION ALL

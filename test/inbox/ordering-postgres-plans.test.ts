@@ -5,7 +5,8 @@
  * Planned from those statistics, a probe for "anything unplaced?" that scanned the queued rows
  * in any index order expected a match at once, and read the whole placed backlog on every
  * completion and every take (the ordered workers at 59 % of the unordered ones in
- * `bench:order`). The probes now walk the unplaced rows' own index in its order.
+ * `bench:order`). So did the take's probe for a placing in progress when the workers place. The
+ * probes now walk the unplaced rows' own index in its order.
  */
 import { expect, it } from 'vitest'
 import { PostgresInbox } from 'svc-webhooks/postgres'
@@ -61,6 +62,36 @@ describeWithPostgres('PostgresInbox ordering: statements planned from a backlog 
     // Planned to scan the queued rows instead, about 990 a call: half the 2,000-row backlog.
     expect(completions).toBeGreaterThan(100)
     expect(perCall / (completions + takes)).toBeLessThan(100)
+    inbox.close()
+  })
+
+  it('with the workers placing, a take that finds nothing to place reads a few rows, not the placed backlog', async () => {
+    const inbox = new PostgresInbox({ pool: postgres.pool, table: 'plans_placing', maintenanceIntervalMs: false })
+    await inbox.ensureTable()
+    for (let m = 0; m < MESSAGES; m++) {
+      for (let c = 0; c < CONVERSATIONS; c++) await inbox.append(delivery(`c${c}-m${m}`, messageBody(c, m), Date.now()))
+    }
+    await postgres.pool.query('ANALYZE plans_placing')
+    const placing = { placeLeaseMs: 5_000, poke: [] }
+    // Bounded: each take hands out up to a batch of the 2,000 deliveries to place.
+    for (let i = 0; i < 100; i++) {
+      const { place } = await inbox.takeOrdered(0, 60_000, placing)
+      if (place.length === 0) break
+      // Ids are `c<conversation>-m<message>`: the key and the order a worker's key function gives.
+      const placements = place.map((entry) => {
+        const [conversation, index] = entry.id.split('-')
+        return { entry, key: conversation!, order: index!.slice(1).padStart(6, '0'), strict: true }
+      })
+      expect(await inbox.place(placements)).not.toContain(false)
+    }
+    expect((await postgres.pool.query("SELECT count(*)::int AS n FROM plans_placing WHERE order_key IS NULL AND state = 'queued'")).rows[0].n).toBe(0)
+
+    const before = await rowsRead('plans_placing')
+    const takes = 40
+    for (let i = 0; i < takes; i++) await inbox.takeOrdered(0, 60_000, placing)
+    // A take with nothing to place probes for a placing in progress in the unplaced rows' index,
+    // empty: no row read here. Planned to scan the queued rows, it read all 2,000 every time.
+    expect(((await rowsRead('plans_placing')) - before) / takes).toBeLessThan(100)
     inbox.close()
   })
 })
