@@ -20,7 +20,7 @@ const filed = { placeLeaseMs: 5_000, poke: [], filed: { strict: true } }
 const CONVERSATIONS = 40
 const MESSAGES = 50
 
-describeWithPostgres('PostgresInbox ordering: statements planned from a backlog statistics', () => {
+describeWithPostgres('PostgresInbox ordering: statements planned from a backlog's statistics', () => {
   // One connection: its backend's table counters are the ones read.
   const postgres = usePostgresServer({ max: 1 })
 
@@ -56,12 +56,12 @@ describeWithPostgres('PostgresInbox ordering: statements planned from a backlog 
     }
     const takes = 20
     for (let i = 0; i < takes; i++) await inbox.takeOrdered(0, 60_000, filed)
-    const perCall = (await rowsRead('plans_backlog')) - before
+    const rows = (await rowsRead('plans_backlog')) - before
     // What a completion reads: its row, the next head's, and the versions its key's index entries
     // still point to (about 22 rows a call here); a probe of the unplaced rows' index finds none.
     // Planned to scan the queued rows instead, about 990 a call: half the 2,000-row backlog.
     expect(completions).toBeGreaterThan(100)
-    expect(perCall / (completions + takes)).toBeLessThan(100)
+    expect(rows / (completions + takes)).toBeLessThan(100)
     inbox.close()
   })
 
