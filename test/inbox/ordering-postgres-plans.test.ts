@@ -20,7 +20,7 @@ const filed = { placeLeaseMs: 5_000, poke: [], filed: { strict: true } }
 const CONVERSATIONS = 40
 const MESSAGES = 50
 
-describeWithPostgres('PostgresInbox ordering: statements planned from a backlog's statistics', () => {
+describeWithPostgres('PostgresInbox ordering: statements planned from the statistics of a backlog', () => {
   // One connection: its backend's table counters are the ones read.
   const postgres = usePostgresServer({ max: 1 })
 
