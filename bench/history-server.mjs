@@ -17,7 +17,8 @@ const [variant, redisUrl] = process.argv.slice(2)
 const SECRET = 'svc_whsec_YmVuY2gtc2VjcmV0LWh0dHAtMzItYnl0ZXMtLS0'
 // `inbox-...`: the receiver appends each delivery to a RedisInbox (answers 202), as in production;
 // `store-...`: it runs the handler itself, deduplicating in a RedisStore shared by its processes.
-const [kind, engine] = variant.startsWith('inbox') || variant.startsWith('store') ? [variant.slice(0, 5), variant.slice('inbox-'.length) || 'none'] : ['direct', variant]
+const grouped = /^(inbox|store)(?:-(.+))?$/.exec(variant)
+const [kind, engine] = grouped ? [grouped[1], grouped[2] ?? 'none'] : ['direct', variant]
 const redis = async () => new (await import('ioredis')).default(redisUrl)
 let history
 if (engine === 'memory') history = new MemoryHistory()
