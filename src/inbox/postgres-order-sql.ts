@@ -251,7 +251,7 @@ function completeNextFunctionSql(table: string): string {
   // Plain statements under IF, each planned once per session: one statement of CTEs would start
   // up its data-modifying parts on every call, leasing something or not.
   return `CREATE OR REPLACE FUNCTION ${completeNext}(p_key text, p_lease text, p_retention_ms float8, p_order_key text, p_chain boolean, p_visibility_ms float8)
-RETURNS TABLE (done boolean, ${TAKE_COLUMNS.replace('kind text, ', '')}) LANGUAGE plpgsql VOLATILE AS $fn$
+RETURNS TABLE (done boolean, ${TAKE_COLUMNS.replace('kind text, ', '')}) LANGUAGE plpgsql VOLATILE SET enable_seqscan = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_deleted boolean;
@@ -381,7 +381,7 @@ function takeFunctionSql(table: string, filed: boolean): string {
   UNION ALL
   ${busy} WHERE NOT EXISTS (SELECT 1 FROM due) AND EXISTS (SELECT 1 FROM placers);`
   return `CREATE OR REPLACE FUNCTION ${filed ? takeFiled : take}(place_batch integer, place_lease_ms float8, lock_keys integer, max_heads integer, visibility_ms float8${filed ? ', file_batch integer, file_strict boolean' : ''})
-RETURNS TABLE (${TAKE_COLUMNS}) LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $fn$
+RETURNS TABLE (${TAKE_COLUMNS}) LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $fn$
 #variable_conflict use_column
 DECLARE
   taking text[];
