@@ -49,6 +49,11 @@
  *   completion and take (ordered workers at 59 % of unordered ones in bench:order). In
  *   `visible_at` order only the unplaced rows' own index serves a probe without a filter or a
  *   sort (test/inbox/ordering-postgres-plans.test.ts).
+ * - The take and completion functions run with `enable_seqscan = off`. The key table is small
+ *   (a row per conversation with work) and analyzed small, and the planner then read it whole
+ *   where its primary key finds one row: the `_order_done` trigger's update on every completion,
+ *   and a hash of every key row for the join that tells a late delivery
+ *   (test/inbox/ordering-postgres-plans.test.ts). Each of their statements has an index path.
  * - An idle key's row (nothing queued, untouched for the retention) is deleted by the inbox's
  *   maintenance and by `sweep()`; any write that gives it work again touches `updated_at` under
  *   the row's lock, which the delete re-checks.
