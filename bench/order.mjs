@@ -21,7 +21,8 @@
  *
  * Under each row, the CPU per delivery of the worker processes and the engine's server together
  * (Linux: read from /proc; for Postgres the postmaster with its backends): the machine is shared, so throughput moves with what else runs, and
- * the CPU ratio says what ordering costs where every core is busy.
+ * the CPU ratio says what ordering costs where every core is busy. Then the median time from
+ * resume() to the first handler start: ordered, every delivery of the backlog is placed first.
  *
  *   node bench/order.mjs [--engines redis,postgres] [--rounds 3]
  *
@@ -59,7 +60,7 @@ for (const engine of values.engines.split(',')) {
         const after = cpu()
         if (variant !== 'unordered' && result.problems.length > 0) console.log(`  ${variant} run broke the rules: ${result.problems[0]}`)
         const cpuMs = result.workerCpuMs !== undefined && before !== undefined && after !== undefined ? result.workerCpuMs + after - before : undefined
-        return { perSecond: result.figures.perSecond, cpuPer: cpuMs === undefined ? undefined : cpuMs / result.figures.deliveries }
+        return { perSecond: result.figures.perSecond, cpuPer: cpuMs === undefined ? undefined : cpuMs / result.figures.deliveries, firstStartMs: result.figures.firstStartMs }
       }
       // Each run on a fresh inbox: the table or keys of the one before are emptied by the time it ends.
       const variants = ['unordered', 'filed', 'placed']
@@ -79,6 +80,11 @@ for (const engine of values.engines.split(',')) {
         if (o.every((r) => r.cpuPer !== undefined) && u.every((r) => r.cpuPer !== undefined)) {
           const per = (list) => (median(list.map((r) => r.cpuPer)) * 1000).toFixed(0)
           console.log(`${''.padEnd(10)}${'  CPU µs per delivery (workers + server)'.padEnd(41)}${per(u).padStart(11)}${per(o).padStart(11)}  ${percent(o.map((r, i) => u[i].cpuPer / r.cpuPer))} (unordered CPU / ordered CPU)`)
+        }
+        // What the backlog's placing delays: every delivery is placed before the first head runs.
+        if (o.every((r) => r.firstStartMs !== undefined) && u.every((r) => r.firstStartMs !== undefined)) {
+          const first = (list) => `${median(list.map((r) => r.firstStartMs))} ms`
+          console.log(`${''.padEnd(10)}${'  first handler start after resume()'.padEnd(41)}${first(u).padStart(11)}${first(o).padStart(11)}`)
         }
       }
     }

@@ -252,6 +252,8 @@ export async function runOrderedProcesses(options) {
       conversations,
       workers,
       durationMs: Math.round(durationMs),
+      /** From the first append (or the resume) to the first handler start: with `prefill`, what placing the backlog delays. */
+      firstStartMs: runs.length === 0 ? undefined : Math.round(Math.min(...runs.map((r) => r.start)) - started),
       perSecond: Math.round((planned.length / durationMs) * 1000),
       runs: runs.length,
       succeeded: succeeded.size,
