@@ -24,7 +24,13 @@
  * the CPU ratio says what ordering costs where every core is busy. Then the median time from
  * resume() to the first handler start: ordered, every delivery of the backlog is placed first.
  *
- *   node bench/order.mjs [--engines redis,postgres] [--rounds 3]
+ * On Postgres each worker process has a pool of 3 connections (`--pool`): nine for the three, on a
+ * 2-core machine that also runs the workers. The row under the first runs the same shape with 10
+ * connections per worker (30, one per handler slot), to show what an oversized pool costs: both
+ * paths lose throughput to the backends' contention, the ordered one about twice as much
+ * (docs/inbox.md, "Sizing the Postgres pool").
+ *
+ *   node bench/order.mjs [--engines redis,postgres] [--rounds 3] [--pool 3]
  *
  * Each shape runs `--rounds` times, the three runs of a round in an order that rotates, and each
  * figure is the median over rounds of (ordered / unordered) measured in the same round, with
@@ -35,20 +41,24 @@ import { startRedisServer } from '../tools/redis.mjs'
 import { startPostgresServer } from '../tools/postgres.mjs'
 import { cpuMsOf, runOrderedProcesses } from '../tools/order/run.mjs'
 
-const { values } = parseArgs({ options: { engines: { type: 'string', default: 'redis,postgres' }, rounds: { type: 'string', default: '3' } } })
+const { values } = parseArgs({ options: { engines: { type: 'string', default: 'redis,postgres' }, rounds: { type: 'string', default: '3' }, pool: { type: 'string', default: '3' } } })
 const rounds = Math.max(1, Number(values.rounds))
+const pool = Math.max(1, Number(values.pool))
 const shapes = [
   { name: 'many conversations (200 × 25)', conversations: 200, messages: 25, handlerMs: 5 },
+  { name: '  the same, 10 connections per worker', conversations: 200, messages: 25, handlerMs: 5, pool: 10, only: 'postgres' },
   { name: '  the same, a 50 ms handler (200 × 10)', conversations: 200, messages: 10, handlerMs: 50 },
   { name: 'one hot conversation (1 × 300)', conversations: 1, messages: 300, handlerMs: 5 },
 ]
 const median = (list) => [...list].sort((a, b) => a - b)[(list.length - 1) >> 1]
 const percent = (list) => `${(median(list) * 100).toFixed(0)} %${list.length > 1 ? ` (${(Math.min(...list) * 100).toFixed(0)}–${(Math.max(...list) * 100).toFixed(0)})` : ''}`
+if (values.engines.includes('postgres')) console.log(`Postgres: ${pool} connections per worker process (--pool), ${3 * pool} for the three`)
 console.log(`engine    shape                                    unordered/s  ordered/s  ordered vs unordered, median of ${rounds}`)
 for (const engine of values.engines.split(',')) {
   const server = engine === 'redis' ? await startRedisServer() : await startPostgresServer()
   try {
     for (const shape of shapes) {
+      if (shape.only !== undefined && shape.only !== engine) continue
       const { conversations, messages, handlerMs } = shape
       // The CPU of the workers and of the engine's server: on a machine whose cores other work
       // also uses, throughput moves with that work; what a delivery costs in CPU does not.
@@ -56,7 +66,7 @@ for (const engine of values.engines.split(',')) {
         // Postgres: the postmaster with its backends (a process per connection).
         const cpu = () => cpuMsOf(server.pid, { children: engine === 'postgres' })
         const before = cpu()
-        const result = await runOrderedProcesses({ engine, url: server.url, conversations, messages, workers: 3, concurrency: 10, failRate: 0, poison: 0, kill: false, ordered: variant !== 'unordered', filed: variant === 'filed', handlerMs, timeoutMs: 300_000, prefill: true, analyze: true })
+        const result = await runOrderedProcesses({ engine, url: server.url, conversations, messages, workers: 3, concurrency: 10, failRate: 0, poison: 0, kill: false, ordered: variant !== 'unordered', filed: variant === 'filed', handlerMs, timeoutMs: 300_000, prefill: true, analyze: true, pool: shape.pool ?? pool })
         const after = cpu()
         if (variant !== 'unordered' && result.problems.length > 0) console.log(`  ${variant} run broke the rules: ${result.problems[0]}`)
         const cpuMs = result.workerCpuMs !== undefined && before !== undefined && after !== undefined ? result.workerCpuMs + after - before : undefined
@@ -75,7 +85,7 @@ for (const engine of values.engines.split(',')) {
       for (const [variant, label] of [['filed', ''], ['placed', '  placed by the workers (ordering on the worker only)']]) {
         const o = measured[variant]
         const ratios = o.map((r, i) => r.perSecond / u[i].perSecond)
-        const target = label !== '' ? '' : shape.conversations > 1 ? (median(ratios) >= 0.9 ? ' (target ≥ 90 %: met)' : ' (target ≥ 90 %: NOT met)') : ' (one at a time, by design)'
+        const target = label !== '' || shape.pool !== undefined ? '' : shape.conversations > 1 ? (median(ratios) >= 0.9 ? ' (target ≥ 90 %: met)' : ' (target ≥ 90 %: NOT met)') : ' (one at a time, by design)'
         console.log(`${(label ? '' : engine).padEnd(10)}${(label || shape.name).padEnd(41)}${String(label ? '' : median(u.map((r) => r.perSecond))).padStart(11)}${String(median(o.map((r) => r.perSecond))).padStart(11)}  ${percent(ratios)}${target}`)
         if (o.every((r) => r.cpuPer !== undefined) && u.every((r) => r.cpuPer !== undefined)) {
           const per = (list) => (median(list.map((r) => r.cpuPer)) * 1000).toFixed(0)

@@ -41,16 +41,16 @@ export async function connectPostgres(url, max = 10) {
 
 /**
  * The inbox on `engine`, and how to close its connection; with `ordering`, an inbox that files
- * each delivery under its key at append.
+ * each delivery under its key at append; `connections`: the Postgres pool's size (default 10).
  *
- * @param {{ engine: string, url: string, client?: string, ordering?: import('svc-webhooks').OrderingOption }} options
+ * @param {{ engine: string, url: string, client?: string, ordering?: import('svc-webhooks').OrderingOption, connections?: number }} options
  * @returns {Promise<{ inbox: import('svc-webhooks').WebhookInbox, close: () => Promise<void> }>}
  * @example
  * const { inbox, close } = await openInbox({ engine: 'redis', url: 'redis://127.0.0.1:6379', client: 'node-redis' })
  */
-export async function openInbox({ engine, url, client = 'ioredis', ordering }) {
+export async function openInbox({ engine, url, client = 'ioredis', ordering, connections }) {
   if (engine === 'postgres') {
-    const pool = await connectPostgres(url)
+    const pool = await connectPostgres(url, connections)
     return { inbox: new PostgresInbox({ pool, ...(ordering && { ordering }) }), close: () => pool.end() }
   }
   if (engine !== 'redis') throw new Error(`unknown inbox engine "${engine}" (redis or postgres)`)
