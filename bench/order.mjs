@@ -28,7 +28,7 @@
  * 2-core machine that also runs the workers. The row under the first runs the same shape with 10
  * connections per worker (30, one per handler slot), to show what an oversized pool costs: both
  * paths lose throughput to the backends' contention, the ordered one about twice as much
- * (docs/inbox.md, "Sizing the Postgres pool").
+ * (docs/inbox.md, "Sizing the pool").
  *
  *   node bench/order.mjs [--engines redis,postgres] [--rounds 3] [--pool 3]
  *
