@@ -94,17 +94,17 @@ async function analyzeTables(url) {
  *   engine: 'redis' | 'postgres', url: string, conversations: number, messages: number, workers?: number,
  *   concurrency?: number, failRate?: number, poison?: number, kill?: boolean, ordered?: boolean, handlerMs?: number,
  *   visibilityMs?: number, timeoutMs?: number, shuffled?: boolean, maxRetryAgeMs?: number, prefill?: boolean,
- *   filed?: boolean, analyze?: boolean, pool?: number,
+ *   filed?: boolean, analyze?: boolean, connections?: number,
  * }} options
  *
  * `filed` (with `ordered`): the inboxes carry `ordering: byConversation`, so each append files its
  * delivery under its key and the workers take the ordering from their inbox; without it the
  * workers place every delivery. `analyze` (Postgres, with `prefill`): ANALYZE once the backlog is
  * in, the statistics autovacuum takes of a backlog that filled while the workers were paused.
- * `pool` (Postgres): the connections of each worker process's pool (default 10).
+ * `connections` (Postgres): the size of each worker process's pool (default 10).
  */
 export async function runOrderedProcesses(options) {
-  const { engine, url, conversations, messages, workers = 3, concurrency = 10, failRate = 0.1, poison = 0, kill = true, ordered = true, handlerMs = 2, visibilityMs = 2000, timeoutMs = 120_000, shuffled = true, maxRetryAgeMs = 4000, prefill = false, filed = false, analyze = false, pool } = options
+  const { engine, url, conversations, messages, workers = 3, concurrency = 10, failRate = 0.1, poison = 0, kill = true, ordered = true, handlerMs = 2, visibilityMs = 2000, timeoutMs = 120_000, shuffled = true, maxRetryAgeMs = 4000, prefill = false, filed = false, analyze = false, connections } = options
   const dir = mkdtempSync(join(tmpdir(), 'svc-webhooks-order-'))
   const log = join(dir, 'runs.log')
   const { inbox, close } = await openInbox({ engine, url, ...(ordered && filed && { ordering: byConversation }) })
@@ -134,7 +134,7 @@ export async function runOrderedProcesses(options) {
     ORDER_VISIBILITY_MS: String(visibilityMs),
     ORDER_HANDLER_MS: String(handlerMs),
     ORDER_MAX_RETRY_AGE_MS: String(maxRetryAgeMs),
-    ORDER_POOL: pool === undefined ? '' : String(pool),
+    ORDER_CONNECTIONS: connections === undefined ? '' : String(connections),
   }
   const append = async (p) => {
     const receivedAt = Date.now()

@@ -5,7 +5,7 @@
 // Config by environment: ORDER_ENGINE (redis | postgres), ORDER_URL, ORDER_LOG, ORDER_ORDERED
 // ('0': no ordering; 'filed': the inbox's), ORDER_FAIL_RATE, ORDER_POISON (comma-separated ids), ORDER_CONCURRENCY,
 // ORDER_VISIBILITY_MS, ORDER_HANDLER_MS, ORDER_RATE (rateLimit.perSecond; none when empty),
-// ORDER_MAX_RETRY_AGE_MS, ORDER_POOL (Postgres: the connections of this process's pool; 10 when
+// ORDER_MAX_RETRY_AGE_MS, ORDER_CONNECTIONS (Postgres: the size of this process's pool; 10 when
 // empty). Prints "READY" once taking deliveries, and on SIGTERM, once stopped,
 // "STATS {"cpuMs": ...}" (the CPU this process used, for bench/order.mjs).
 import { appendFileSync } from 'node:fs'
@@ -25,7 +25,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 // 'filed': the inbox carries the ordering (appends file deliveries) and the worker takes it from there.
 const filed = env.ORDER_ORDERED === 'filed'
-const { inbox, close } = await openInbox({ engine: env.ORDER_ENGINE ?? 'redis', url: env.ORDER_URL ?? '', ...(filed && { ordering: byConversation }), ...(env.ORDER_POOL && { connections: Number(env.ORDER_POOL) }) })
+const { inbox, close } = await openInbox({ engine: env.ORDER_ENGINE ?? 'redis', url: env.ORDER_URL ?? '', ...(filed && { ordering: byConversation }), ...(env.ORDER_CONNECTIONS && { connections: Number(env.ORDER_CONNECTIONS) }) })
 const anyInbox = /** @type {any} */ (inbox)
 // The take that handed each head out: "present" in the rules is what was appended before it.
 if (typeof anyInbox.takeOrdered === 'function') {
