@@ -152,8 +152,10 @@ export class MemoryStore implements IdempotencyStore {
     if (slot < 0) return false
     const at = this.#slots[2 * slot + 1]! - 1
     // The first test is not redundant: it keeps a completion (owner undefined) from being
-    // released by a plain-JavaScript caller that passes no owner.
-    if (this.#owners[at] === undefined || this.#owners[at] !== owner) return false
+    // released by a plain-JavaScript caller that passes no owner. The owner holds the claim only
+    // while its lease is live: an expired one answers false whether or not a sweep has dropped
+    // it yet (as the Redis, Postgres and Durable Object stores answer).
+    if (this.#owners[at] === undefined || this.#owners[at] !== owner || this.#expiries[at]! <= this.#now()) return false
     this.#remove(at, slot)
     return true
   }

@@ -65,7 +65,8 @@ SELECT CASE
 ON CONFLICT (key) DO UPDATE SET completed = true, expires_at = EXCLUDED.expires_at,
   owner = CASE WHEN d.owner = $2 AND (d.completed OR d.expires_at > now()) THEN d.owner ELSE '' END
 RETURNING owner = $2 AS owned`,
-    release: `DELETE FROM ${t} WHERE key = $1 AND owner = $2 AND NOT completed RETURNING 1`,
+    // Only a live claim is ours to release: an expired one answers false, as in every store.
+    release: `DELETE FROM ${t} WHERE key = $1 AND owner = $2 AND NOT completed AND expires_at > now() RETURNING 1`,
     // The outer expiry test is not redundant: a DELETE that waited on a row a claim has just
     // taken over re-checks only its own WHERE on the newest row version (READ COMMITTED); the
     // sub-select's answer comes from the old snapshot, and alone it would delete the new claim.

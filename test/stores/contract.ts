@@ -87,6 +87,15 @@ export function describeStoreContract(setup: () => Promise<StoreUnderTest>): voi
     expect(await subject.store.release(k, 'next')).toBe(false)
   })
 
+  it('a lease that ended with nobody taking over is no longer its owner\'s to release', async () => {
+    const k = key()
+    expect(await subject.store.claim(k, 'stale', SHORT_MS)).toBe('claimed')
+    // Past the lease, without a claim that would take it over (a memory store sweeps only on a claim).
+    await new Promise((resolve) => setTimeout(resolve, SHORT_MS + 100))
+    expect(await subject.store.release(k, 'stale')).toBe(false)
+    expect(await subject.store.claim(k, 'next', 60_000)).toBe('claimed')
+  })
+
   it('a completion is forgotten after the retention window', async () => {
     const k = key()
     await subject.store.claim(k, 'a', 60_000)

@@ -171,7 +171,7 @@ describe('MemoryStore: against a model of the contract', () => {
     }
     release(key: string, owner: string): boolean {
       const entry = this.entries.get(key)
-      if (entry?.owner === undefined || entry.owner !== owner) return false
+      if (entry?.owner === undefined || entry.owner !== owner || entry.expiresAt <= this.clock.now) return false
       this.entries.delete(key)
       return true
     }
@@ -210,6 +210,24 @@ describe('MemoryStore: against a model of the contract', () => {
               { kind: 'claim', key: 5, owner: 1, ms: 1 },
               { kind: 'tick', ms: 1 },
               { kind: 'complete', key: 5, owner: 1, ms: 1 },
+            ] as Op[],
+          ],
+          // Found by a random run: the same for a release. The lease ended and another key's claim
+          // swept it away; its owner then releases it: false, swept or not (the old store answered
+          // true when no sweep had run).
+          [
+            [
+              { kind: 'claim', key: 294, owner: 0, ms: 1 },
+              { kind: 'tick', ms: 1 },
+              { kind: 'claim', key: 0, owner: 0, ms: 1 },
+              { kind: 'release', key: 294, owner: 0, ms: 1 },
+            ] as Op[],
+          ],
+          [
+            [
+              { kind: 'claim', key: 5, owner: 1, ms: 1 },
+              { kind: 'tick', ms: 1 },
+              { kind: 'release', key: 5, owner: 1, ms: 1 },
             ] as Op[],
           ],
         ],
