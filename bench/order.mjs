@@ -24,13 +24,14 @@
  * the CPU ratio says what ordering costs where every core is busy. Then the median time from
  * resume() to the first handler start: ordered, every delivery of the backlog is placed first.
  *
- * On Postgres each worker process has a pool of 3 connections (`--pool`): nine for the three, on a
- * 2-core machine that also runs the workers. The row under the first runs the same shape with 10
+ * On Postgres each worker process has a pool of 2 connections (`--pool`): six for the three, on a
+ * 2-core machine that also runs the workers, three per core as docs/inbox.md ("Sizing the pool")
+ * advises (two to four per database core). The row under the first runs the same shape with 10
  * connections per worker (30, one per handler slot), to show what an oversized pool costs: both
  * paths lose throughput to the backends' contention, the ordered one about twice as much
  * (docs/inbox.md, "Sizing the pool").
  *
- *   node bench/order.mjs [--engines redis,postgres] [--rounds 3] [--pool 3]
+ *   node bench/order.mjs [--engines redis,postgres] [--rounds 3] [--pool 2]
  *
  * Each shape runs `--rounds` times, the three runs of a round in an order that rotates, and each
  * figure is the median over rounds of (ordered / unordered) measured in the same round, with
@@ -41,7 +42,7 @@ import { startRedisServer } from '../tools/redis.mjs'
 import { startPostgresServer } from '../tools/postgres.mjs'
 import { cpuMsOf, runOrderedProcesses } from '../tools/order/run.mjs'
 
-const { values } = parseArgs({ options: { engines: { type: 'string', default: 'redis,postgres' }, rounds: { type: 'string', default: '3' }, pool: { type: 'string', default: '3' } } })
+const { values } = parseArgs({ options: { engines: { type: 'string', default: 'redis,postgres' }, rounds: { type: 'string', default: '3' }, pool: { type: 'string', default: '2' } } })
 const rounds = Math.max(1, Number(values.rounds))
 const pool = Math.max(1, Number(values.pool))
 /** Worker processes per run. */
