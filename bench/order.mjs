@@ -25,11 +25,10 @@
  * resume() to the first handler start: ordered, every delivery of the backlog is placed first.
  *
  * On Postgres each worker process has a pool of 2 connections (`--pool`): six for the three, on a
- * 2-core machine that also runs the workers, three per core as docs/inbox.md ("Sizing the pool")
- * advises (two to four per database core). The row under the first runs the same shape with 10
+ * 2-core machine that also runs the workers, three per core (docs/inbox.md, "Sizing the pool",
+ * advises two to four per database core). The row under the first runs the same shape with 10
  * connections per worker (30, one per handler slot), to show what an oversized pool costs: both
- * paths lose throughput to the backends' contention, the ordered one about twice as much
- * (docs/inbox.md, "Sizing the pool").
+ * paths lose throughput to the backends' contention, the ordered one about twice as much.
  *
  *   node bench/order.mjs [--engines redis,postgres] [--rounds 3] [--pool 2]
  *
