@@ -74,7 +74,7 @@ if (values.json) {
   console.log(
     `\n${Math.round(rate * durationS)} deliveries at ${rate}/s for ${durationS} s; database down from ${outageAtS} s to ${outageAtS + outageS} s; ` +
       `every ${slowEvery}th handler takes ${slowS} s; sender: 10 s timeout, disabled after 20 consecutive failures` +
-      `${scale === 1 ? '' : `; time x${scale} (figures in unscaled seconds)`}\n`,
+      `${scale === 1 ? '' : `; time x${scale} (figures in unscaled seconds; the sender's 10 s timeout stays 10 s)`}\n`,
   )
   /** @type {[string, (f: import('../tools/soak/outage.mjs').OutageFigures) => string | number][]} */
   const rows = [
