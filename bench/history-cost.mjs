@@ -7,6 +7,8 @@
  * (process.cpuUsage) and the Redis server's (INFO cpu) are divided by the deliveries. Rounds
  * alternate the variants; the first is a warm-up.
  *
+ * Then where RedisHistory's share of the Redis server's time goes, by command (INFO commandstats).
+ *
  * Then MemoryHistory's storage alone: records of new deliveries given straight to `record()` of
  * a history kept full (its default 10,000 entries, so each new entry also trims the oldest),
  * 200,000 per round, in wall time per record (one process, no I/O), the median of the rounds.
@@ -40,6 +42,8 @@ try {
     return Number(/used_cpu_user:([\d.]+)/.exec(info)[1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)[1])
   }
   const measured = Object.fromEntries(Object.keys(histories).map((name) => [name, []]))
+  // Only RedisHistory's writes reach this server: its command counters are the history's alone.
+  await client.config('RESETSTAT')
   for (let round = 0; round < rounds; round++) {
     for (const [name, receiver] of Object.entries(receivers)) {
       const requests = deliveries()
@@ -64,6 +68,17 @@ try {
     const server = median(runs.map((m) => m.redis))
     console.log(`| ${name === 'none' ? 'without history' : name} | ${own.toFixed(1)} | ${name === 'none' ? '' : (own - none).toFixed(1)} | ${name === 'RedisHistory' ? server.toFixed(1) : ''} |`)
   }
+  // Where the redis-server's time goes, from its own counters (INFO commandstats, which counts the
+  // commands a script runs as well as the script): per delivery recorded, over every round.
+  const recorded = rounds * N
+  const commands = [...(await client.info('commandstats')).matchAll(/cmdstat_(\w+):calls=(\d+),usec=(\d+)/g)].map(([, name, calls, usec]) => ({ name, calls: Number(calls), usec: Number(usec) }))
+  const script = commands.filter((c) => c.name === 'eval' || c.name === 'evalsha').reduce((sum, c) => sum + c.usec, 0)
+  const inside = commands.filter((c) => c.name !== 'eval' && c.name !== 'evalsha' && c.name !== 'info' && c.name !== 'config')
+  console.log('\n| RedisHistory in the redis-server, per delivery | µs |')
+  console.log('|---|---:|')
+  for (const c of inside.filter((c) => c.usec / recorded >= 0.01).sort((a, b) => b.usec - a.usec)) console.log(`| ${c.name.toUpperCase()} (${c.calls} calls) | ${(c.usec / recorded).toFixed(2)} |`)
+  console.log(`| the script's own work (its commands' time taken out) | ${((script - inside.reduce((sum, c) => sum + c.usec, 0)) / recorded).toFixed(2)} |`)
+  console.log(`| the scripts in all | ${(script / recorded).toFixed(2)} |`)
   const full = new MemoryHistory()
   const perRecord = []
   for (let round = 0; round <= rounds; round++) {
