@@ -72,8 +72,9 @@ try {
   // commands a script runs as well as the script): per delivery recorded, over every round.
   const recorded = rounds * N
   const commands = [...(await client.info('commandstats')).matchAll(/cmdstat_(\w+):calls=(\d+),usec=(\d+)/g)].map(([, name, calls, usec]) => ({ name, calls: Number(calls), usec: Number(usec) }))
-  const script = commands.filter((c) => c.name === 'eval' || c.name === 'evalsha').reduce((sum, c) => sum + c.usec, 0)
-  const inside = commands.filter((c) => c.name !== 'eval' && c.name !== 'evalsha' && c.name !== 'info' && c.name !== 'config')
+  const isScript = (c) => c.name === 'eval' || c.name === 'evalsha'
+  const script = commands.filter(isScript).reduce((sum, c) => sum + c.usec, 0)
+  const inside = commands.filter((c) => !isScript(c) && c.name !== 'info' && c.name !== 'config')
   console.log('\n| RedisHistory in the redis-server, per delivery | µs |')
   console.log('|---|---:|')
   for (const c of inside.filter((c) => c.usec / recorded >= 0.01).sort((a, b) => b.usec - a.usec)) console.log(`| ${c.name.toUpperCase()} (${c.calls} calls) | ${(c.usec / recorded).toFixed(2)} |`)

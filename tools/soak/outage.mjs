@@ -159,7 +159,7 @@ export async function runOutage({ mode, scale = 1, rate = 20, durationS = 40, ou
       secret: SECRET,
       count,
       rate: rate / scale,
-      timeoutMs: 10_000,
+      // No timeoutMs: the sender's own default, the service's 10 s, at every scale (above).
       // The service's schedule is not published: from 1 s, doubling, at most 30 s apart.
       backoffMs: ms(1),
       maxBackoffMs: ms(30),
